@@ -1,0 +1,148 @@
+//! The `pirn` command line. No behaviour lives here: it picks a transport.
+//!
+//! - `pirn` — the JSONL worker on stdin/stdout (what an orchestrator spawns);
+//! - `pirn run [flags] PROMPT` — one send for scripts;
+//! - `pirn --help`, `pirn --version`.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use pirn::transport::{run, stdio, writer::Format};
+use pirn::wire::InitConfig;
+
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (protocol ",
+    include_str!("../PROTOCOL_VERSION"),
+    ")"
+);
+
+const DEFAULT_SYSTEM_PROMPT: &str = "You are pirn, a coding agent working inside a software repository (your working directory). \
+Use the tools to look at the actual files before you answer; never guess file contents. \
+When you have enough information, answer the user's question directly and concisely, naming the files you used.";
+
+/// pirn: a headless coding-agent worker (heddle headless protocol).
+///
+/// Without a subcommand, pirn reads JSONL requests on stdin and writes JSONL
+/// responses on stdout. Logs go to stderr only when RUST_LOG or --log asks.
+#[derive(Parser, Debug)]
+#[command(name = "pirn", version = VERSION, about)]
+struct Cli {
+    /// Log filter for stderr (tracing EnvFilter syntax, e.g. `debug`).
+    #[arg(long, global = true)]
+    log: Option<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// One send: init, the prompt, shutdown. Exit codes: 0 ok, 1 provider
+    /// error, 2 bad usage, 3 max iterations or loop detected, 4 other
+    /// error, 130 cancelled (SIGINT/SIGTERM).
+    Run(RunArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// Model identifier sent to the endpoint [env: PIRN_MODEL; default: local].
+    #[arg(long)]
+    model: Option<String>,
+    /// Comma-separated tools to enable.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "read_file,write_file,edit_file,glob,grep,bash"
+    )]
+    tools: Vec<String>,
+    /// Model calls allowed for the send.
+    #[arg(long, default_value_t = 20)]
+    max_iterations: u32,
+    /// Output: the protocol's JSONL events, or the streamed text.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Jsonl)]
+    format: OutputFormat,
+    /// System prompt (default: a short coding-agent prompt).
+    #[arg(long)]
+    system_prompt: Option<String>,
+    /// Workspace directory (default: the current directory).
+    #[arg(long)]
+    cwd: Option<String>,
+    /// Sampling temperature.
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// The user message.
+    prompt: String,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum OutputFormat {
+    Jsonl,
+    Text,
+}
+
+fn init_logging(filter: Option<&str>) {
+    let from_env = std::env::var("RUST_LOG").ok().filter(|v| !v.is_empty());
+    let Some(filter) = filter.map(str::to_owned).or(from_env) else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Runs `fut` on a single-threaded runtime, then exits with its code without
+/// waiting for blocking threads (a stdin read may still be parked in one).
+fn block_on_and_exit(fut: impl std::future::Future<Output = i32>) -> ! {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            std::process::exit(70);
+        }
+    };
+    let code = rt.block_on(fut);
+    rt.shutdown_background();
+    std::process::exit(code);
+}
+
+fn main() {
+    // The worker path (no arguments) skips argument parsing entirely.
+    if std::env::args_os().len() == 1 {
+        init_logging(None);
+        block_on_and_exit(stdio::serve());
+    }
+    let cli = Cli::parse();
+    init_logging(cli.log.as_deref());
+    match cli.command {
+        None => block_on_and_exit(stdio::serve()),
+        Some(Command::Run(args)) => {
+            let config = InitConfig {
+                model: args
+                    .model
+                    .or_else(|| std::env::var("PIRN_MODEL").ok())
+                    .unwrap_or_else(|| "local".to_owned()),
+                system_prompt: args
+                    .system_prompt
+                    .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
+                tools: args
+                    .tools
+                    .into_iter()
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+                    .collect(),
+                max_iterations: Some(args.max_iterations),
+                cwd: args.cwd,
+                temperature: args.temperature,
+                ..InitConfig::default()
+            };
+            let format = match args.format {
+                OutputFormat::Jsonl => Format::Jsonl,
+                OutputFormat::Text => Format::Text,
+            };
+            block_on_and_exit(run::run(config, args.prompt, format))
+        }
+    }
+}

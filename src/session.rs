@@ -1,0 +1,413 @@
+//! One session: its settings, its conversation, the FIFO queue of sends, the
+//! one send that runs at a time, status and cancellation.
+//!
+//! Owns: the session API both transports drive ([`Session::start`],
+//! [`Session::send`], [`Session::status`], [`Session::cancel`],
+//! [`Session::finish`], [`Session::shutdown`]), the runner task that takes
+//! sends off the queue, heartbeats, and the rule that every accepted send
+//! gets exactly one `result` (finished, failed, cancelled while running or
+//! while queued).
+//!
+//! Output goes to an [`Outbox`] (a bounded channel); the transport's single
+//! writer serialises it and assigns `event_seq`. Nothing here does I/O but
+//! the model call and the tools, through `agent`.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{self, Outcome, SendStats};
+use crate::conversation::Conversation;
+use crate::model::Endpoint;
+use crate::tools;
+use crate::wire::{
+    Correlation, ErrorEnvelope, Event, EventMsg, InitConfig, Response, SendResult, Status, StatusOk,
+};
+
+/// Where a session's output goes, in order. Bounded: a reader that stops
+/// reading slows the session down instead of growing memory.
+pub type Outbox = mpsc::Sender<Response>;
+
+/// Capacity of an outbox channel, in messages.
+pub const OUTBOX_CAPACITY: usize = 1024;
+
+/// Default `max_iterations`.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 20;
+/// Default heartbeat interval.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(5000);
+
+/// Everything a session needs, validated from `init.config` and the
+/// environment.
+#[derive(Debug)]
+pub struct SessionSettings {
+    pub session_id: String,
+    pub model: String,
+    pub system_prompt: String,
+    /// Enabled tool names (known ones only).
+    pub tools: Vec<String>,
+    /// Chat-completions `tools` entries for the enabled tools.
+    pub tool_specs: Vec<Value>,
+    pub max_iterations: u32,
+    pub correlation: Correlation,
+    /// Canonical workspace directory.
+    pub workspace: PathBuf,
+    /// Canonical extra roots file tools may reach.
+    pub allowed_paths: Vec<PathBuf>,
+    pub endpoint: Endpoint,
+    pub heartbeat: Duration,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+}
+
+impl SessionSettings {
+    /// Validates `config` and reads the environment (model endpoint,
+    /// `PIRN_HEARTBEAT_INTERVAL` / `HEDDLE_HEARTBEAT_INTERVAL` in ms).
+    ///
+    /// Errors (a message for a `protocol_error`): empty model, a `cwd` that is
+    /// not a directory, `max_iterations` of 0.
+    pub fn from_init(config: &InitConfig) -> Result<SessionSettings, String> {
+        if config.model.trim().is_empty() {
+            return Err("config.model must not be empty".to_owned());
+        }
+        if config.max_iterations == Some(0) {
+            return Err("config.max_iterations must be at least 1".to_owned());
+        }
+        let workspace = match &config.cwd {
+            Some(dir) => PathBuf::from(dir),
+            None => std::env::current_dir()
+                .map_err(|e| format!("cannot read the working directory: {e}"))?,
+        };
+        let workspace = workspace
+            .canonicalize()
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| format!("workspace {} is not a directory", workspace.display()))?;
+        let tools: Vec<String> = config
+            .tools
+            .iter()
+            .filter(|t| tools::ALL_TOOLS.contains(&t.as_str()))
+            .cloned()
+            .collect();
+        for unknown in config
+            .tools
+            .iter()
+            .filter(|t| !tools::ALL_TOOLS.contains(&t.as_str()))
+        {
+            tracing::warn!(tool = %unknown, "init names a tool pirn does not have; ignored");
+        }
+        let session_id = uuid::Uuid::new_v4().to_string();
+        Ok(SessionSettings {
+            correlation: Correlation {
+                session_id: Some(session_id.clone()),
+                task_id: config.task_id.clone(),
+                worker_id: config.worker_id.clone(),
+            },
+            session_id,
+            model: config.model.clone(),
+            system_prompt: config.system_prompt.clone(),
+            tool_specs: tools::specs(&tools),
+            tools,
+            max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
+            workspace,
+            allowed_paths: Vec::new(),
+            endpoint: Endpoint::from_env(config.idle_timeout_ms),
+            heartbeat: heartbeat_from_env(),
+            temperature: config.temperature,
+            max_tokens: config.max_tokens,
+        })
+    }
+}
+
+fn heartbeat_from_env() -> Duration {
+    ["PIRN_HEARTBEAT_INTERVAL", "HEDDLE_HEARTBEAT_INTERVAL"]
+        .iter()
+        .find_map(|k| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .map(|ms| Duration::from_millis(ms.max(10)))
+        .unwrap_or(DEFAULT_HEARTBEAT)
+}
+
+/// Emits the events of one send into the outbox.
+pub struct Emitter {
+    send_id: String,
+    correlation: Correlation,
+    outbox: Outbox,
+}
+
+impl Emitter {
+    /// Queues `event` for the writer (which numbers it). If the writer is
+    /// gone the event is dropped: the host has stopped listening.
+    pub async fn emit(&self, event: Event) {
+        let msg = EventMsg {
+            event,
+            event_seq: 0,
+            send_id: self.send_id.clone(),
+            correlation: self.correlation.clone(),
+        };
+        let _ = self.outbox.send(Response::Event(msg)).await;
+    }
+}
+
+/// Why a send was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendRejected {
+    /// A send with this id is queued or running.
+    DuplicateId,
+    /// The session is shutting down.
+    Closing,
+}
+
+struct Job {
+    id: String,
+    message: String,
+    cancel: CancellationToken,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Job>,
+    /// Id and token of the running send.
+    active: Option<(String, CancellationToken)>,
+    /// No more sends; the runner stops when the queue is empty.
+    closing: bool,
+}
+
+struct Shared {
+    settings: Arc<SessionSettings>,
+    outbox: Outbox,
+    queue: Mutex<Queue>,
+    wake: Notify,
+    messages: Arc<AtomicU64>,
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        // A panic while holding this lock cannot leave the queue half-updated
+        // (every critical section is a single push/pop/assignment).
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A running session. Cheap to share behind an `Arc`.
+pub struct Session {
+    shared: Arc<Shared>,
+    /// Cancelled when the runner task has ended (even by a panic).
+    stopped: CancellationToken,
+}
+
+impl Session {
+    /// Starts the session's runner task on the current tokio runtime.
+    pub fn start(settings: SessionSettings, outbox: Outbox) -> Session {
+        let messages = Arc::new(AtomicU64::new(0));
+        let conv = Conversation::new(&settings.system_prompt, messages.clone());
+        let shared = Arc::new(Shared {
+            settings: Arc::new(settings),
+            outbox,
+            queue: Mutex::default(),
+            wake: Notify::new(),
+            messages,
+        });
+        let shared2 = shared.clone();
+        let stopped = CancellationToken::new();
+        let guard = stopped.clone().drop_guard();
+        tokio::spawn(async move {
+            let _guard = guard;
+            run_queue(shared2, conv).await;
+        });
+        Session { shared, stopped }
+    }
+
+    /// The validated settings.
+    pub fn settings(&self) -> &SessionSettings {
+        &self.shared.settings
+    }
+
+    /// Queues a send (FIFO). Its events and its one result go to the outbox.
+    pub fn send(&self, id: String, message: String) -> Result<(), SendRejected> {
+        let mut q = self.shared.queue();
+        if q.closing {
+            return Err(SendRejected::Closing);
+        }
+        if q.active.as_ref().is_some_and(|(a, _)| *a == id) || q.waiting.iter().any(|j| j.id == id)
+        {
+            return Err(SendRejected::DuplicateId);
+        }
+        q.waiting.push_back(Job {
+            id,
+            message,
+            cancel: CancellationToken::new(),
+        });
+        drop(q);
+        self.shared.wake.notify_one();
+        Ok(())
+    }
+
+    /// The `status_ok` answer for request `id`, at once.
+    pub fn status(&self, id: String) -> StatusOk {
+        let q = self.shared.queue();
+        StatusOk {
+            id,
+            model: self.shared.settings.model.clone(),
+            messages_count: self.shared.messages.load(Ordering::Relaxed),
+            session_id: self.shared.settings.session_id.clone(),
+            active: q.active.is_some(),
+            queue_length: Some(q.waiting.len() as u64),
+        }
+    }
+
+    /// Cancels send `target`: a running one stops at once (its result follows
+    /// from the runner); a queued one is removed and answered with a cancelled
+    /// result here. Unknown or finished sends are ignored. Returns whether
+    /// something was cancelled.
+    pub async fn cancel(&self, target: &str) -> bool {
+        let removed = {
+            let mut q = self.shared.queue();
+            if let Some((_, token)) = q.active.as_ref().filter(|(id, _)| id == target) {
+                token.cancel();
+                return true;
+            }
+            q.waiting
+                .iter()
+                .position(|j| j.id == target)
+                .and_then(|i| q.waiting.remove(i))
+        };
+        match removed {
+            Some(job) => {
+                self.answer_cancelled(job).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    async fn answer_cancelled(&self, job: Job) {
+        let result = SendResult::error(
+            job.id,
+            ErrorEnvelope::cancelled(),
+            self.shared.settings.correlation.clone(),
+        );
+        let _ = self.shared.outbox.send(Response::Result(result)).await;
+    }
+
+    /// Stops taking sends, lets the queued and running ones finish, and waits
+    /// for the runner to end. Cancel-safe; may be called again.
+    pub async fn finish(&self) {
+        self.shared.queue().closing = true;
+        self.shared.wake.notify_one();
+        self.stopped.cancelled().await;
+    }
+
+    /// Cancels the running send and every queued one (each gets its cancelled
+    /// result), then waits for the runner to end. After this returns nothing
+    /// more is written for this session.
+    pub async fn shutdown(&self) {
+        let queued: Vec<Job> = {
+            let mut q = self.shared.queue();
+            q.closing = true;
+            if let Some((_, token)) = &q.active {
+                token.cancel();
+            }
+            q.waiting.drain(..).collect()
+        };
+        for job in queued {
+            self.answer_cancelled(job).await;
+        }
+        self.finish().await;
+    }
+}
+
+/// The runner: one send at a time, in order.
+async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
+    loop {
+        let job = loop {
+            {
+                let mut q = shared.queue();
+                if let Some(job) = q.waiting.pop_front() {
+                    q.active = Some((job.id.clone(), job.cancel.clone()));
+                    break Some(job);
+                }
+                if q.closing {
+                    break None;
+                }
+            }
+            shared.wake.notified().await;
+        };
+        let Some(job) = job else { return };
+        run_send(&shared, &mut conv, job).await;
+        shared.queue().active = None;
+    }
+}
+
+/// Runs one send with heartbeats and cancellation, then writes its result.
+async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
+    let settings = &shared.settings;
+    let started = Instant::now();
+    let emitter = Emitter {
+        send_id: job.id.clone(),
+        correlation: settings.correlation.clone(),
+        outbox: shared.outbox.clone(),
+    };
+    let mut stats = SendStats::default();
+    let outcome = {
+        let agent = agent::run(
+            settings,
+            conv,
+            &mut stats,
+            &emitter,
+            &job.message,
+            job.cancel.clone(),
+        );
+        tokio::pin!(agent);
+        let mut heartbeat = tokio::time::interval_at(
+            tokio::time::Instant::now() + settings.heartbeat,
+            settings.heartbeat,
+        );
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                _ = job.cancel.cancelled() => break None,
+                outcome = &mut agent => break Some(outcome),
+                _ = heartbeat.tick() => {
+                    emitter.emit(Event::Heartbeat { duration_ms: started.elapsed().as_millis() as u64 }).await;
+                }
+            }
+        }
+        // The agent future is dropped here: its HTTP stream closes and a
+        // running tool's process group is killed.
+    };
+    let (status, response, error) = match outcome {
+        Some(Outcome::Ok { response }) => (Status::Ok, Some(response), None),
+        Some(Outcome::Failed { error, response }) => {
+            conv.repair("not run: the send ended with an error");
+            (Status::Error, response, Some(error))
+        }
+        None => {
+            conv.repair("cancelled by the user before this tool call finished");
+            (Status::Error, None, Some(ErrorEnvelope::cancelled()))
+        }
+    };
+    let result = SendResult {
+        id: job.id,
+        status,
+        response,
+        tool_calls_made: stats.tool_calls_made,
+        usage: Some(stats.usage),
+        iterations: stats.iterations,
+        error,
+        model_latency_ms: Some(stats.model_latency.as_millis() as u64),
+        tool_latency_ms: Some(stats.tool_latency.as_millis() as u64),
+        total_latency_ms: Some(started.elapsed().as_millis() as u64),
+        correlation: settings.correlation.clone(),
+    };
+    let _ = shared.outbox.send(Response::Result(result)).await;
+}

@@ -1,0 +1,263 @@
+//! `bash {command, timeout_ms?}`: a shell command in its own process group.
+//!
+//! Owns: spawning `/bin/bash -c` with stdin from /dev/null and the workspace
+//! as cwd, one pipe shared by stdout and stderr (so their lines interleave as
+//! in a terminal), the head+tail output cap (the pipe is drained to the end
+//! so the command never blocks on a full pipe), the timeout, and killing the
+//! whole process group — on timeout, on cancellation (dropping the future
+//! kills it), and after the shell exits (background jobs do not outlive the
+//! call). Pipes held open by a grandchild that left the group stop being
+//! read after [`DRAIN_AFTER_EXIT`].
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+use super::{ToolContext, ToolOutput};
+
+/// `timeout_ms` when absent.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest `timeout_ms` accepted.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// How long output is still read after the shell exited.
+pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// Bytes kept from the start and from the end of the output.
+const HEAD_BYTES: usize = 20 * 1024;
+const TAIL_BYTES: usize = 20 * 1024;
+
+/// Arguments as the model sends them.
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    pub command: String,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `(description, JSON Schema of the parameters)`.
+pub fn spec() -> (&'static str, Value) {
+    (
+        "Run a shell command with /bin/bash -c in the workspace directory. Returns combined stdout and stderr and the exit status. No stdin; background processes are killed when the command ends.",
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000."}
+            },
+            "required": ["command"]
+        }),
+    )
+}
+
+/// Kills a process group with SIGKILL when dropped (or when asked).
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: killpg has no memory-safety preconditions.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+/// Runs the command. Always reports the exit status (or the timeout); spawn
+/// failures are error outputs.
+pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
+    if args.command.trim().is_empty() {
+        return ToolOutput::error("command is empty");
+    }
+    let timeout_ms = args
+        .timeout_ms
+        .unwrap_or(DEFAULT_TIMEOUT_MS)
+        .clamp(1, MAX_TIMEOUT_MS);
+    let (reader, writer) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::error(format!("cannot create a pipe: {e}")),
+    };
+    let writer2 = match writer.try_clone() {
+        Ok(w) => w,
+        Err(e) => return ToolOutput::error(format!("cannot create a pipe: {e}")),
+    };
+    let mut child = {
+        let mut cmd = tokio::process::Command::new("/bin/bash");
+        cmd.arg("-c")
+            .arg(&args.command)
+            .current_dir(&ctx.workspace)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(writer2)
+            .process_group(0)
+            .kill_on_drop(true);
+        match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => return ToolOutput::error(format!("cannot start /bin/bash: {e}")),
+        }
+        // `cmd` drops here, closing the parent's copies of the write end.
+    };
+    let mut group = GroupGuard(child.id().and_then(|pid| i32::try_from(pid).ok()));
+    let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::error(format!("cannot read the command's output: {e}")),
+    };
+    let mut out = HeadTail::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut eof = false;
+    let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
+    tokio::pin!(deadline);
+    let end = loop {
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => break End::Cancelled,
+            _ = &mut deadline => break End::TimedOut,
+            n = pipe.read(&mut buf), if !eof => match n {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => out.push(&buf[..n]),
+            },
+            status = child.wait() => match status {
+                Ok(s) => break End::Exited(s),
+                Err(e) => return ToolOutput::error(format!("cannot wait for the command: {e}")),
+            },
+        }
+    };
+    group.kill();
+    if matches!(end, End::Cancelled) {
+        return ToolOutput::error("cancelled");
+    }
+    let status = match &end {
+        End::Exited(s) => Some(*s),
+        _ => tokio::time::timeout(Duration::from_secs(2), child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok),
+    };
+    // Whatever is still in the pipe, bounded in time.
+    let drain_until = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
+    while !eof {
+        match tokio::time::timeout_at(drain_until, pipe.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => out.push(&buf[..n]),
+            _ => eof = true,
+        }
+    }
+    let mut text = out.finish();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    match end {
+        End::TimedOut => {
+            text.push_str(&format!(
+                "[timed out after {timeout_ms} ms; the process group was killed]\n"
+            ));
+            ToolOutput::error(text)
+        }
+        _ => {
+            let (line, failed) = describe(status);
+            text.push_str(&format!("[{line}]\n"));
+            if failed {
+                ToolOutput::error(text)
+            } else {
+                ToolOutput::ok(text)
+            }
+        }
+    }
+}
+
+fn describe(status: Option<ExitStatus>) -> (String, bool) {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => (format!("exit code {code}"), code != 0),
+            (None, Some(sig)) => (format!("killed by signal {sig}"), true),
+            _ => ("exit status unknown".to_owned(), true),
+        },
+        None => ("exit status unknown".to_owned(), true),
+    }
+}
+
+/// Keeps the first [`HEAD_BYTES`] and the last [`TAIL_BYTES`] of a stream,
+/// counting what falls between.
+#[derive(Default)]
+struct HeadTail {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped_bytes: u64,
+    dropped_newlines: u64,
+}
+
+impl HeadTail {
+    fn push(&mut self, mut bytes: &[u8]) {
+        if self.head.len() < HEAD_BYTES {
+            let take = bytes.len().min(HEAD_BYTES - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.len() >= TAIL_BYTES {
+            let (gone, keep) = bytes.split_at(bytes.len() - TAIL_BYTES);
+            self.drop_bytes(self.tail.iter().copied().collect::<Vec<_>>().as_slice());
+            self.drop_bytes(gone);
+            self.tail.clear();
+            self.tail.extend(keep);
+            return;
+        }
+        let overflow = (self.tail.len() + bytes.len()).saturating_sub(TAIL_BYTES);
+        if overflow > 0 {
+            let gone: Vec<u8> = self.tail.drain(..overflow).collect();
+            self.drop_bytes(&gone);
+        }
+        self.tail.extend(bytes);
+    }
+
+    fn drop_bytes(&mut self, bytes: &[u8]) {
+        self.dropped_bytes += bytes.len() as u64;
+        self.dropped_newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+    }
+
+    fn finish(self) -> String {
+        let head = String::from_utf8_lossy(&self.head).into_owned();
+        let tail: Vec<u8> = self.tail.into_iter().collect();
+        let tail = String::from_utf8_lossy(&tail);
+        if self.dropped_bytes == 0 {
+            return head + &tail;
+        }
+        format!(
+            "{head}\n[... {} lines ({} bytes) omitted ...]\n{tail}",
+            self.dropped_newlines, self.dropped_bytes
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_tail_counts_what_it_drops() {
+        let mut ht = HeadTail::default();
+        for i in 0..100_000 {
+            ht.push(format!("line {i}\n").as_bytes());
+        }
+        let s = ht.finish();
+        assert!(s.starts_with("line 0\n"));
+        assert!(s.ends_with("line 99999\n"));
+        assert!(s.len() < HEAD_BYTES + TAIL_BYTES + 100);
+        assert!(s.contains("lines ("));
+    }
+}

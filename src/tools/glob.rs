@@ -1,0 +1,137 @@
+//! `glob {pattern, path?}`: files matching a glob, newest first.
+//!
+//! Owns: the walk (`ignore::WalkBuilder`, parallel, `.gitignore` honoured
+//! even outside a git repository, hidden files skipped unless the pattern
+//! names a dot-file), matching with `globset` (`*` stops at `/`, `**`
+//! crosses directories), sorting by mtime, the result cap.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+
+use globset::GlobBuilder;
+use ignore::{WalkBuilder, WalkState};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ToolContext, ToolOutput};
+
+/// Paths returned at most.
+pub const MAX_RESULTS: usize = 1000;
+
+/// Arguments as the model sends them.
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    pub pattern: String,
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// `(description, JSON Schema of the parameters)`.
+pub fn spec() -> (&'static str, Value) {
+    (
+        "Find files by glob pattern, newest first. `*` does not cross `/`; use `**/` to search subdirectories (e.g. `**/*.rs`, `src/**/mod.rs`). Honours .gitignore.",
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob relative to `path`, e.g. `**/*.rs`."},
+                "path": {"type": "string", "description": "Directory to search. Default: the workspace."}
+            },
+            "required": ["pattern"]
+        }),
+    )
+}
+
+/// Lists matches. Errors (to the model): bad pattern, path outside the
+/// workspace or not a directory.
+pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
+    let root = match ctx.resolve(args.path.as_deref().unwrap_or(".")) {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::error(e),
+    };
+    if !root.is_dir() {
+        return ToolOutput::error(format!("{} is not a directory", ctx.display(&root)));
+    }
+    let pattern = args.pattern.trim().trim_start_matches("./");
+    let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
+        Ok(g) => g.compile_matcher(),
+        Err(e) => return ToolOutput::error(format!("invalid glob pattern {pattern:?}: {e}")),
+    };
+    let wants_hidden = pattern
+        .split('/')
+        .any(|part| part.starts_with('.') && part != "." && part != "..");
+    let found: Mutex<Vec<(SystemTime, PathBuf)>> = Mutex::new(Vec::new());
+    let cancelled = AtomicBool::new(false);
+    WalkBuilder::new(&root)
+        .require_git(false)
+        .hidden(!wants_hidden)
+        .threads(walk_threads())
+        .build_parallel()
+        .run(|| {
+            let matcher = &matcher;
+            let found = &found;
+            let cancelled = &cancelled;
+            let root = &root;
+            let cancel = ctx.cancel.clone();
+            Box::new(move |entry| {
+                if cancel.is_cancelled() {
+                    cancelled.store(true, Ordering::Relaxed);
+                    return WalkState::Quit;
+                }
+                let Ok(entry) = entry else {
+                    return WalkState::Continue;
+                };
+                if !entry
+                    .file_type()
+                    .is_some_and(|t| t.is_file() || t.is_symlink())
+                {
+                    return WalkState::Continue;
+                }
+                let Ok(rel) = entry.path().strip_prefix(root) else {
+                    return WalkState::Continue;
+                };
+                if matcher.is_match(rel) {
+                    let mtime = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|m| m.modified().ok())
+                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    if let Ok(mut f) = found.lock() {
+                        f.push((mtime, entry.into_path()));
+                    }
+                }
+                WalkState::Continue
+            })
+        });
+    if cancelled.load(Ordering::Relaxed) {
+        return ToolOutput::error("cancelled");
+    }
+    let mut found = found.into_inner().unwrap_or_default();
+    if found.is_empty() {
+        return ToolOutput::ok(format!(
+            "no files match {pattern:?} under {}",
+            ctx.display(&root)
+        ));
+    }
+    found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let total = found.len();
+    let mut out = String::new();
+    for (_, p) in found.iter().take(MAX_RESULTS) {
+        out.push_str(&ctx.display(p));
+        out.push('\n');
+    }
+    if total > MAX_RESULTS {
+        out.push_str(&format!(
+            "[{total} files match; showing the {MAX_RESULTS} newest. Narrow the pattern or path.]\n"
+        ));
+    }
+    ToolOutput::ok(out)
+}
+
+/// Walker threads: the machine's cores, at most 12 (ripgrep's choice).
+pub(crate) fn walk_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get().min(12))
+        .unwrap_or(2)
+}

@@ -1,0 +1,300 @@
+//! `grep {pattern, path?, glob?, case_insensitive?, output_mode?, before?,
+//! after?, context?, head_limit?}`: regex search with ripgrep's libraries.
+//!
+//! Owns: the parallel `ignore` walk, `grep-regex` matching,
+//! `grep-searcher` line search (binary files skipped), rg-style output
+//! (`path:line:text` for matches, `path-line-text` for context lines),
+//! the global match cap and cancellation between files.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
+use ignore::overrides::OverrideBuilder;
+use ignore::{WalkBuilder, WalkState};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::glob::walk_threads;
+use super::{ToolContext, ToolOutput};
+
+/// Matching lines collected at most over the whole search.
+pub const MAX_MATCHES: usize = 2000;
+/// Characters kept of one output line.
+const MAX_LINE_CHARS: usize = 500;
+
+/// How results are shown.
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// `path:line:text` for each matching line (and context lines).
+    #[default]
+    Content,
+    /// One path per matching file.
+    FilesWithMatches,
+    /// `path:count` per matching file.
+    Count,
+}
+
+/// Arguments as the model sends them.
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    pub pattern: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub glob: Option<String>,
+    #[serde(default, alias = "-i")]
+    pub case_insensitive: bool,
+    #[serde(default)]
+    pub output_mode: OutputMode,
+    #[serde(default, alias = "-B")]
+    pub before: Option<usize>,
+    #[serde(default, alias = "-A")]
+    pub after: Option<usize>,
+    #[serde(default, alias = "-C")]
+    pub context: Option<usize>,
+    #[serde(default)]
+    pub head_limit: Option<usize>,
+}
+
+/// `(description, JSON Schema of the parameters)`.
+pub fn spec() -> (&'static str, Value) {
+    (
+        "Search file contents with a regular expression (ripgrep syntax). Honours .gitignore, skips binary files. Output: `path:line:text`.",
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression to search for."},
+                "path": {"type": "string", "description": "File or directory to search. Default: the workspace."},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
+                "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "Default content."},
+                "before": {"type": "integer", "minimum": 0, "description": "Context lines before each match."},
+                "after": {"type": "integer", "minimum": 0, "description": "Context lines after each match."},
+                "context": {"type": "integer", "minimum": 0, "description": "Context lines before and after each match."},
+                "head_limit": {"type": "integer", "minimum": 1, "description": "Return at most this many output lines."}
+            },
+            "required": ["pattern"]
+        }),
+    )
+}
+
+/// Per-file results, gathered by the walker threads.
+struct FileHits {
+    path: PathBuf,
+    text: String,
+    count: usize,
+}
+
+/// Searches. Errors (to the model): invalid regex or glob, path outside the
+/// workspace.
+pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
+    let root = match ctx.resolve(args.path.as_deref().unwrap_or(".")) {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::error(e),
+    };
+    if !root.exists() {
+        return ToolOutput::error(format!("{} does not exist", ctx.display(&root)));
+    }
+    let matcher = match RegexMatcherBuilder::new()
+        .case_insensitive(args.case_insensitive)
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+    {
+        Ok(m) => m,
+        Err(e) => return ToolOutput::error(format!("invalid regex {:?}: {e}", args.pattern)),
+    };
+    let mut walk = WalkBuilder::new(&root);
+    walk.require_git(false).threads(walk_threads());
+    if let Some(g) = args.glob.as_deref().filter(|g| !g.trim().is_empty()) {
+        let base = if root.is_dir() {
+            root.clone()
+        } else {
+            root.parent().map(Path::to_path_buf).unwrap_or_default()
+        };
+        let mut ob = OverrideBuilder::new(base);
+        if let Err(e) = ob.add(g.trim()) {
+            return ToolOutput::error(format!("invalid glob {g:?}: {e}"));
+        }
+        match ob.build() {
+            Ok(o) => {
+                walk.overrides(o);
+            }
+            Err(e) => return ToolOutput::error(format!("invalid glob {g:?}: {e}")),
+        }
+    }
+    let before = args.before.or(args.context).unwrap_or(0).min(50);
+    let after = args.after.or(args.context).unwrap_or(0).min(50);
+    let mode = args.output_mode;
+    let total = AtomicUsize::new(0);
+    let capped = AtomicBool::new(false);
+    let cancelled = AtomicBool::new(false);
+    let hits: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
+    walk.build_parallel().run(|| {
+        let mut searcher = SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(0))
+            .line_number(true)
+            .before_context(if mode == OutputMode::Content {
+                before
+            } else {
+                0
+            })
+            .after_context(if mode == OutputMode::Content {
+                after
+            } else {
+                0
+            })
+            .build();
+        let matcher = matcher.clone();
+        let (total, capped, cancelled, hits, cancel) =
+            (&total, &capped, &cancelled, &hits, ctx.cancel.clone());
+        Box::new(move |entry| {
+            if cancel.is_cancelled() {
+                cancelled.store(true, Ordering::Relaxed);
+                return WalkState::Quit;
+            }
+            if capped.load(Ordering::Relaxed) {
+                return WalkState::Quit;
+            }
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let shown = ctx.display(entry.path());
+            let mut sink = HitSink {
+                shown: &shown,
+                mode,
+                text: String::new(),
+                count: 0,
+                total,
+                capped,
+            };
+            if searcher
+                .search_path(&matcher, entry.path(), &mut sink)
+                .is_err()
+            {
+                return WalkState::Continue;
+            }
+            if sink.count > 0 {
+                let (text, count) = (sink.text, sink.count);
+                if let Ok(mut h) = hits.lock() {
+                    h.push(FileHits {
+                        path: entry.into_path(),
+                        text,
+                        count,
+                    });
+                }
+            }
+            WalkState::Continue
+        })
+    });
+    if cancelled.load(Ordering::Relaxed) {
+        return ToolOutput::error("cancelled");
+    }
+    let mut hits = hits.into_inner().unwrap_or_default();
+    if hits.is_empty() {
+        return ToolOutput::ok(format!(
+            "no matches for {:?} under {}",
+            args.pattern,
+            ctx.display(&root)
+        ));
+    }
+    hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let mut out = String::new();
+    for h in &hits {
+        match mode {
+            OutputMode::Content => out.push_str(&h.text),
+            OutputMode::FilesWithMatches => {
+                let _ = writeln!(out, "{}", ctx.display(&h.path));
+            }
+            OutputMode::Count => {
+                let _ = writeln!(out, "{}:{}", ctx.display(&h.path), h.count);
+            }
+        }
+    }
+    if let Some(limit) = args.head_limit.filter(|l| *l > 0) {
+        let lines = out.lines().count();
+        if lines > limit {
+            let cut: String = out.lines().take(limit).flat_map(|l| [l, "\n"]).collect();
+            out = format!(
+                "{cut}[{} more lines not shown (head_limit={limit})]\n",
+                lines - limit
+            );
+        }
+    }
+    if capped.load(Ordering::Relaxed) {
+        let _ = writeln!(
+            out,
+            "[stopped after {MAX_MATCHES} matching lines; narrow the pattern, path or glob]"
+        );
+    }
+    ToolOutput::ok(out)
+}
+
+struct HitSink<'a> {
+    shown: &'a str,
+    mode: OutputMode,
+    text: String,
+    count: usize,
+    total: &'a AtomicUsize,
+    capped: &'a AtomicBool,
+}
+
+impl HitSink<'_> {
+    fn line(&mut self, sep: char, number: Option<u64>, bytes: &[u8]) {
+        let line = String::from_utf8_lossy(bytes);
+        let line = line.trim_end_matches(['\n', '\r']);
+        let cut = super::floor_char_boundary(line, MAX_LINE_CHARS);
+        let _ = write!(
+            self.text,
+            "{}{sep}{}{sep}{}",
+            self.shown,
+            number.unwrap_or(0),
+            &line[..cut]
+        );
+        if cut < line.len() {
+            self.text.push_str(" [...]");
+        }
+        self.text.push('\n');
+    }
+}
+
+impl Sink for HitSink<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.count += 1;
+        match self.mode {
+            OutputMode::FilesWithMatches => return Ok(false),
+            OutputMode::Count => return Ok(true),
+            OutputMode::Content => {}
+        }
+        if self.total.fetch_add(1, Ordering::Relaxed) >= MAX_MATCHES {
+            self.capped.store(true, Ordering::Relaxed);
+            self.count -= 1;
+            return Ok(false);
+        }
+        self.line(':', m.line_number(), m.bytes());
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        if matches!(c.kind(), SinkContextKind::Before | SinkContextKind::After) {
+            self.line('-', c.line_number(), c.bytes());
+        }
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        self.text.push_str("--\n");
+        Ok(true)
+    }
+}

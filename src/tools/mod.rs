@@ -1,0 +1,332 @@
+//! The six tools the model may call, their specs, and the rules they share.
+//!
+//! Owns: the registry (name → spec + handler), the [`ToolContext`] every
+//! handler gets (workspace, allowed paths, cancellation), workspace
+//! confinement of paths ([`ToolContext::resolve`]), and the cap on what a
+//! tool result may put into the model's context ([`cap_output`]).
+//!
+//! A tool never fails the send: every failure becomes a [`ToolOutput`] with
+//! `is_error: true` that the model reads as the call's result.
+
+pub mod bash;
+pub mod edit_file;
+pub mod glob;
+pub mod grep;
+pub mod read_file;
+pub mod write_file;
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Every tool pirn knows, in the order they are advertised.
+pub const ALL_TOOLS: [&str; 6] = [
+    "read_file",
+    "write_file",
+    "edit_file",
+    "glob",
+    "grep",
+    "bash",
+];
+
+/// Most bytes of one tool result sent to the model (head and tail kept).
+pub const MAX_RESULT_BYTES: usize = 48 * 1024;
+
+/// Longest `tool_end.result_preview`, in characters.
+pub const PREVIEW_CHARS: usize = 500;
+
+/// What a tool call returns to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub text: String,
+    /// True when the call failed; the text says why.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result; `text` is what the model reads.
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What every tool call may use.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Canonical workspace root: file tools stay under it.
+    pub workspace: PathBuf,
+    /// Canonical extra roots the file tools may reach.
+    pub allowed_paths: Vec<PathBuf>,
+    /// Cancelled when the send is cancelled; long tools poll it.
+    pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// Resolves a model-given path against the workspace and checks that it
+    /// stays inside the workspace or an allowed path, following symlinks of
+    /// every existing component (a link pointing outside is refused).
+    ///
+    /// Errors (for the model): empty path, or a path that leaves the
+    /// workspace, with the resolved location named.
+    pub fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+        if raw.trim().is_empty() {
+            return Err("path is empty".to_owned());
+        }
+        if raw.contains('\0') {
+            return Err("path contains a NUL byte".to_owned());
+        }
+        let joined = if Path::new(raw).is_absolute() {
+            PathBuf::from(raw)
+        } else {
+            self.workspace.join(raw)
+        };
+        let lexical = normalize(&joined);
+        let real = canonicalize_existing_prefix(&lexical);
+        if self.is_allowed(&real) {
+            Ok(real)
+        } else {
+            Err(format!(
+                "path {raw:?} resolves to {} which is outside the workspace {} (and not under an allowed path)",
+                real.display(),
+                self.workspace.display()
+            ))
+        }
+    }
+
+    fn is_allowed(&self, p: &Path) -> bool {
+        p.starts_with(&self.workspace) || self.allowed_paths.iter().any(|a| p.starts_with(a))
+    }
+
+    /// The path as shown to the model: relative to the workspace when inside.
+    pub fn display(&self, p: &Path) -> String {
+        match p.strip_prefix(&self.workspace) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => p.display().to_string(),
+        }
+    }
+}
+
+/// Removes `.` and applies `..` lexically (never above the root).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Canonicalizes the longest existing ancestor of `p` (resolving symlinks)
+/// and appends the rest, so paths of files yet to be created resolve too.
+fn canonicalize_existing_prefix(p: &Path) -> PathBuf {
+    let mut existing = p.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            // A dangling symlink as the last component would be created
+            // through on write: resolve it by hand.
+            return match std::fs::read_link(&out) {
+                Ok(target) if !out.exists() => {
+                    let base = out.parent().map(Path::to_path_buf).unwrap_or_default();
+                    normalize(&base.join(target))
+                }
+                _ => out,
+            };
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
+/// The function specs advertised to the model for `enabled` tools (unknown
+/// names are skipped), as chat-completions `tools` entries.
+pub fn specs(enabled: &[String]) -> Vec<Value> {
+    ALL_TOOLS
+        .iter()
+        .filter(|name| enabled.iter().any(|e| e == *name))
+        .map(|name| {
+            let (description, parameters) = match *name {
+                "read_file" => read_file::spec(),
+                "write_file" => write_file::spec(),
+                "edit_file" => edit_file::spec(),
+                "glob" => glob::spec(),
+                "grep" => grep::spec(),
+                _ => bash::spec(),
+            };
+            json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+        })
+        .collect()
+}
+
+/// Runs tool `name` with raw JSON `arguments`. Never panics on input: unknown
+/// or disabled tools, arguments that are not JSON or miss fields all come
+/// back as error outputs for the model.
+pub async fn execute(
+    name: &str,
+    arguments: &str,
+    enabled: &[String],
+    ctx: &ToolContext,
+) -> ToolOutput {
+    if !enabled.iter().any(|e| e == name) || !ALL_TOOLS.contains(&name) {
+        let list = if enabled.is_empty() {
+            "none".to_owned()
+        } else {
+            enabled.join(", ")
+        };
+        return ToolOutput::error(format!(
+            "unknown tool {name:?}: the tools available are {list}"
+        ));
+    }
+    let out = match name {
+        "read_file" => run(arguments, ctx, read_file::run).await,
+        "write_file" => run(arguments, ctx, write_file::run).await,
+        "edit_file" => run(arguments, ctx, edit_file::run).await,
+        "glob" => run(arguments, ctx, glob::run).await,
+        "grep" => run(arguments, ctx, grep::run).await,
+        _ => match parse_args::<bash::Args>(arguments) {
+            Ok(args) => bash::run(args, ctx).await,
+            Err(e) => e,
+        },
+    };
+    ToolOutput {
+        text: cap_output(out.text, MAX_RESULT_BYTES),
+        is_error: out.is_error,
+    }
+}
+
+/// Parses the arguments, then runs a blocking file tool off the async
+/// threads. A panic inside the tool becomes an error result.
+async fn run<A, F>(arguments: &str, ctx: &ToolContext, f: F) -> ToolOutput
+where
+    A: DeserializeOwned + Send + 'static,
+    F: FnOnce(A, &ToolContext) -> ToolOutput + Send + 'static,
+{
+    let args = match parse_args::<A>(arguments) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let ctx = ctx.clone();
+    match tokio::task::spawn_blocking(move || f(args, &ctx)).await {
+        Ok(out) => out,
+        Err(e) => ToolOutput::error(format!("tool failed internally: {e}")),
+    }
+}
+
+fn parse_args<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolOutput> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    serde_json::from_str(text).map_err(|e| ToolOutput::error(format!("invalid arguments: {e}. Arguments must be a JSON object matching the tool's parameters.")))
+}
+
+/// Cuts `text` to at most `max` bytes keeping its head and tail, with a
+/// marker saying how many lines and bytes were left out.
+pub fn cap_output(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let half = max / 2;
+    let head_end = floor_char_boundary(&text, half);
+    let tail_start = ceil_char_boundary(&text, text.len() - half);
+    let omitted = &text[head_end..tail_start];
+    let lines = omitted.bytes().filter(|b| *b == b'\n').count();
+    format!(
+        "{}\n[... {lines} lines ({} bytes) omitted ...]\n{}",
+        &text[..head_end],
+        omitted.len(),
+        &text[tail_start..]
+    )
+}
+
+/// At most [`PREVIEW_CHARS`] characters of a result, for `tool_end`.
+pub fn preview(text: &str) -> String {
+    match text.char_indices().nth(PREVIEW_CHARS - 14) {
+        None => text.to_owned(),
+        Some((i, _)) => format!("{} (truncated)", &text[..i]),
+    }
+}
+
+pub(crate) fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+pub(crate) fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.canonicalize().unwrap(),
+            allowed_paths: vec![],
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn resolve_confines_to_workspace() {
+        let tmp = std::env::temp_dir().join(format!("pirn-resolve-{}", std::process::id()));
+        std::fs::create_dir_all(tmp.join("sub")).unwrap();
+        let c = ctx(&tmp);
+        assert!(c.resolve("sub/new.txt").is_ok());
+        assert!(c.resolve("sub/../../etc/passwd").is_err());
+        assert!(c.resolve("/etc/passwd").is_err());
+        std::os::unix::fs::symlink("/etc", tmp.join("link")).unwrap();
+        assert!(c.resolve("link/passwd").is_err());
+        std::os::unix::fs::symlink("/nonexistent-pirn/x", tmp.join("dangling")).unwrap();
+        assert!(c.resolve("dangling").is_err());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn cap_keeps_head_and_tail() {
+        let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
+        let capped = cap_output(text, 1000);
+        assert!(capped.starts_with("line 0\n"));
+        assert!(capped.ends_with("line 9999\n"));
+        assert!(capped.contains("lines ("));
+        assert!(preview(&"é".repeat(2000)).chars().count() <= PREVIEW_CHARS);
+    }
+}

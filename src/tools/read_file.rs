@@ -1,0 +1,159 @@
+//! `read_file {file_path, offset?, limit?}`: numbered lines of a text file.
+//!
+//! Owns: paging (`offset` is the 1-based first line, `limit` the line count,
+//! default 2000), cutting over-long lines, refusing binary and oversized
+//! files with a message that says what they are.
+
+use std::io::{BufRead, BufReader, Read};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ToolContext, ToolOutput};
+
+/// Lines returned when `limit` is absent.
+pub const DEFAULT_LIMIT: usize = 2000;
+/// Characters kept of one line.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Files larger than this (bytes) are refused.
+pub const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// Arguments as the model sends them.
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    pub file_path: String,
+    #[serde(default)]
+    pub offset: Option<usize>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// `(description, JSON Schema of the parameters)`.
+pub fn spec() -> (&'static str, Value) {
+    (
+        "Read a text file from the workspace. Returns numbered lines (`N\\tline`). Use offset (1-based line) and limit to page through long files.",
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Path of the file, relative to the workspace or absolute."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based). Default 1."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read. Default 2000."}
+            },
+            "required": ["file_path"]
+        }),
+    )
+}
+
+/// Reads the file. Errors (to the model): outside the workspace, missing,
+/// a directory, binary, larger than [`MAX_FILE_BYTES`], unreadable.
+pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
+    let path = match ctx.resolve(&args.file_path) {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let shown = ctx.display(&path);
+    let file = match open_nofollow(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!("{shown}: no such file"));
+        }
+        Err(e) => return ToolOutput::error(format!("{shown}: cannot open: {e}")),
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return ToolOutput::error(format!("{shown}: cannot stat: {e}")),
+    };
+    if meta.is_dir() {
+        return ToolOutput::error(format!("{shown} is a directory; use glob to list files"));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return ToolOutput::error(format!(
+            "{shown} is {} bytes, over the {} byte limit of read_file; use grep to find what you need in it",
+            meta.len(),
+            MAX_FILE_BYTES
+        ));
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    match reader.fill_buf() {
+        Ok(head) if head[..head.len().min(8192)].contains(&0) => {
+            return ToolOutput::error(format!(
+                "{shown} is a binary file ({} bytes); read_file only reads text",
+                meta.len()
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => return ToolOutput::error(format!("{shown}: cannot read: {e}")),
+    }
+    let offset = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let mut out = String::new();
+    let mut line_no = 0usize;
+    let mut shown_lines = 0usize;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader
+            .by_ref()
+            .take(MAX_FILE_BYTES)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "{shown}: read failed at line {}: {e}",
+                    line_no + 1
+                ));
+            }
+        }
+        line_no += 1;
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error("cancelled");
+        }
+        if line_no < offset || shown_lines >= limit {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let text = text.trim_end_matches(['\n', '\r']);
+        out.push_str(&format!("{line_no:>6}\t"));
+        match text.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => {
+                out.push_str(&text[..cut]);
+                out.push_str(&format!(
+                    " [... line cut at {MAX_LINE_CHARS} of {} characters]",
+                    text.chars().count()
+                ));
+            }
+            None => out.push_str(text),
+        }
+        out.push('\n');
+        shown_lines += 1;
+    }
+    let total = line_no;
+    if total == 0 {
+        return ToolOutput::ok(format!("{shown} is empty"));
+    }
+    if offset > total {
+        return ToolOutput::error(format!(
+            "{shown} has {total} lines; offset {offset} is past the end"
+        ));
+    }
+    let last = offset + shown_lines - 1;
+    if last < total {
+        out.push_str(&format!(
+            "[showing lines {offset}-{last} of {total}; read on with offset={}]\n",
+            last + 1
+        ));
+    }
+    ToolOutput::ok(out)
+}
+
+/// Opens for reading without following a symlink in the last component
+/// (the path was already resolved; this closes the swap-in race).
+pub(crate) fn open_nofollow(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}

@@ -1,0 +1,6 @@
+//! Front-ends over the session API. Each one reads requests its own way and
+//! hands responses to a single writer; none holds agent logic.
+
+pub mod run;
+pub mod stdio;
+pub mod writer;

@@ -1,0 +1,72 @@
+//! `pirn run`: one send for scripts — init from flags, one send, wait,
+//! shut down — printing the events as JSONL or the streamed text.
+//!
+//! Owns: the mapping from the send's result to the exit code ([`exit_code`]),
+//! and SIGINT handling (cancel, print the cancelled result, exit 130).
+
+use crate::session::{Session, SessionSettings};
+use crate::transport::writer::{self, Format};
+use crate::wire::{ErrorCode, InitConfig, SendResult, Status};
+
+/// The send succeeded.
+pub const EXIT_OK: i32 = 0;
+/// Provider error (model server failed or unreachable).
+pub const EXIT_PROVIDER: i32 = 1;
+/// Bad usage (clap's code for bad flags; also an invalid workspace).
+pub const EXIT_USAGE: i32 = 2;
+/// Stopped by `max_iterations` or loop detection.
+pub const EXIT_LIMIT: i32 = 3;
+/// Any other error (tool or protocol).
+pub const EXIT_OTHER: i32 = 4;
+/// Cancelled by SIGINT or SIGTERM (128 + SIGINT).
+pub const EXIT_CANCELLED: i32 = 130;
+
+/// Runs `prompt` once with `config`; returns the exit code.
+#[allow(clippy::print_stderr)]
+pub async fn run(config: InitConfig, prompt: String, format: Format) -> i32 {
+    let settings = match SessionSettings::from_init(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pirn run: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let w = writer::spawn(std::io::stdout(), format);
+    let session = Session::start(settings, w.outbox.clone());
+    if session.send("1".to_owned(), prompt).is_err() {
+        return EXIT_OTHER;
+    }
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = session.finish() => {}
+        _ = async { match &mut int { Some(s) => { s.recv().await; } None => std::future::pending().await } } => session.shutdown().await,
+        _ = async { match &mut term { Some(s) => { s.recv().await; } None => std::future::pending().await } } => session.shutdown().await,
+        _ = w.dead.cancelled() => session.shutdown().await,
+    }
+    drop(session);
+    drop(w.outbox);
+    let report = w.thread.join().unwrap_or_default();
+    match &report.last_result {
+        Some(r) => {
+            if format == Format::Text
+                && let Some(e) = &r.error
+            {
+                eprintln!("pirn: {:?}: {}", e.code, e.message);
+            }
+            exit_code(r)
+        }
+        None => EXIT_OTHER,
+    }
+}
+
+/// Exit code of a send's result (see the constants).
+pub fn exit_code(result: &SendResult) -> i32 {
+    match (result.status, result.error.as_ref().map(|e| e.code)) {
+        (Status::Ok, _) => EXIT_OK,
+        (_, Some(ErrorCode::ProviderError)) => EXIT_PROVIDER,
+        (_, Some(ErrorCode::MaxIterations | ErrorCode::LoopDetected)) => EXIT_LIMIT,
+        (_, Some(ErrorCode::Cancelled)) => EXIT_CANCELLED,
+        _ => EXIT_OTHER,
+    }
+}

@@ -1,0 +1,149 @@
+//! The one writer of stdout.
+//!
+//! Owns: stdout, the [`Sequencer`] that numbers events, line framing
+//! (`serde_json` into a reused buffer, `\n`, flushed as soon as no other line
+//! is waiting, so no line sits in a buffer while the worker idles), and the
+//! two output formats of `pirn run` (`jsonl`, or the plain streamed text).
+//!
+//! Runs on its own OS thread: stdout writes are blocking calls, and a thread
+//! keeps them off the async runtime without a blocking-pool hop per line.
+
+use std::io::{self, Write};
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::session::{OUTBOX_CAPACITY, Outbox};
+use crate::wire::{Event, Response, SendResult, Sequencer};
+
+/// How responses are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per line: the protocol.
+    Jsonl,
+    /// `pirn run --format text`: the model's text on stdout, tool activity
+    /// and errors on stderr.
+    Text,
+}
+
+/// What the writer saw, returned when it ends.
+#[derive(Debug, Default)]
+pub struct WriterReport {
+    /// The last `result` written.
+    pub last_result: Option<SendResult>,
+    /// The write error that stopped it (EPIPE when the reader went away).
+    pub error: Option<io::Error>,
+}
+
+/// A running writer: its outbox, a token cancelled when stdout fails, and
+/// the thread to join for the report.
+pub struct Writer {
+    pub outbox: Outbox,
+    pub dead: CancellationToken,
+    pub thread: JoinHandle<WriterReport>,
+}
+
+/// Starts the writer thread on `out`. It ends when every [`Outbox`] clone is
+/// dropped (after writing everything queued) or at the first write error.
+pub fn spawn<W: Write + Send + 'static>(out: W, format: Format) -> Writer {
+    let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
+    let dead = CancellationToken::new();
+    let dead2 = dead.clone();
+    let thread = std::thread::Builder::new()
+        .name("pirn-writer".to_owned())
+        .spawn(move || {
+            let report = write_loop(rx, out, format);
+            if report.error.is_some() {
+                dead2.cancel();
+            }
+            report
+        })
+        .unwrap_or_else(|e| {
+            // Without a thread there is no output at all; nothing sensible remains.
+            tracing::error!("cannot start the writer thread: {e}");
+            std::process::exit(70)
+        });
+    Writer {
+        outbox: tx,
+        dead,
+        thread,
+    }
+}
+
+fn write_loop<W: Write>(mut rx: mpsc::Receiver<Response>, out: W, format: Format) -> WriterReport {
+    let mut out = io::BufWriter::with_capacity(64 * 1024, out);
+    let mut seq = Sequencer::default();
+    let mut line: Vec<u8> = Vec::with_capacity(4096);
+    let mut report = WriterReport::default();
+    while let Some(mut msg) = rx.blocking_recv() {
+        seq.stamp(&mut msg);
+        let written = match format {
+            Format::Jsonl => {
+                line.clear();
+                match serde_json::to_writer(&mut line, &msg) {
+                    Ok(()) => {
+                        line.push(b'\n');
+                        out.write_all(&line)
+                    }
+                    Err(e) => {
+                        tracing::error!("cannot serialise a response: {e}");
+                        Ok(())
+                    }
+                }
+            }
+            Format::Text => write_text(&mut out, &msg),
+        };
+        if let Response::Result(r) = msg {
+            report.last_result = Some(r);
+        }
+        let flushed = written.and_then(|()| if rx.is_empty() { out.flush() } else { Ok(()) });
+        if let Err(e) = flushed {
+            tracing::debug!("stdout closed: {e}");
+            report.error = Some(e);
+            return report;
+        }
+    }
+    if let Err(e) = out.flush() {
+        report.error = Some(e);
+    }
+    report
+}
+
+/// The `text` format: deltas verbatim on stdout; tool calls and errors as
+/// short lines on stderr (a person is watching).
+#[allow(clippy::print_stderr)]
+fn write_text<W: Write>(out: &mut W, msg: &Response) -> io::Result<()> {
+    match msg {
+        Response::Event(ev) => match &ev.event {
+            Event::ContentDelta { text } => out.write_all(text.as_bytes()),
+            Event::ToolStart { name, args, .. } => {
+                out.flush()?;
+                eprintln!("\n[tool] {name} {args}");
+                Ok(())
+            }
+            Event::ToolEnd {
+                name,
+                result_preview,
+                is_error,
+                ..
+            } => {
+                let first = result_preview.lines().next().unwrap_or("");
+                let mark = if *is_error == Some(true) {
+                    "failed"
+                } else {
+                    "done"
+                };
+                eprintln!("[tool] {name} {mark}: {first}");
+                Ok(())
+            }
+            Event::Error { code, message, .. } => {
+                eprintln!("[error] {code:?}: {message}");
+                Ok(())
+            }
+            _ => Ok(()),
+        },
+        Response::Result(_) => out.write_all(b"\n"),
+        _ => Ok(()),
+    }
+}

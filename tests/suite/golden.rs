@@ -1,0 +1,1 @@
+//! Golden transcripts (filled in below).

@@ -1,0 +1,353 @@
+//! A mock OpenAI-compatible chat-completions server on 127.0.0.1.
+//!
+//! Real HTTP/1.1 over TCP, real SSE with chunked transfer encoding. Each
+//! request takes the next scripted [`Reply`]; every request body is recorded.
+//! When the script is exhausted it answers 500 so a test that calls the model
+//! more often than it planned fails loudly.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A scripted answer to one request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// Streams `chunks` as content deltas, then finish_reason, usage, [DONE].
+    Text {
+        chunks: Vec<String>,
+        #[serde(default)]
+        usage: Option<[u64; 2]>,
+        #[serde(default)]
+        delay_ms: u64,
+        #[serde(default)]
+        finish_reason: Option<String>,
+    },
+    /// Streams tool calls (arguments split in two fragments), then usage, [DONE].
+    ToolCalls {
+        calls: Vec<MockCall>,
+        #[serde(default)]
+        usage: Option<[u64; 2]>,
+        #[serde(default)]
+        text: Option<String>,
+    },
+    /// Answers with an HTTP error.
+    Status {
+        code: u16,
+        #[serde(default)]
+        body: String,
+        #[serde(default)]
+        retry_after: Option<String>,
+    },
+    /// Streams `chunks` as content deltas, then goes silent (connection open).
+    Stall { chunks: Vec<String> },
+    /// Streams `chunks` as content deltas, then closes the connection mid-body.
+    Drop { chunks: Vec<String> },
+    /// Reads the request and never answers.
+    Hang,
+    /// 200 text/event-stream with this exact body.
+    Raw { body: String },
+}
+
+/// One tool call of a [`Reply::ToolCalls`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct MockCall {
+    pub name: String,
+    /// Raw argument text (need not be valid JSON).
+    pub arguments: String,
+}
+
+impl Reply {
+    pub fn text(chunks: &[&str]) -> Reply {
+        Reply::Text {
+            chunks: chunks.iter().map(|s| s.to_string()).collect(),
+            usage: Some([10, 5]),
+            delay_ms: 0,
+            finish_reason: None,
+        }
+    }
+
+    pub fn tool(name: &str, arguments: Value) -> Reply {
+        Reply::ToolCalls {
+            calls: vec![MockCall {
+                name: name.into(),
+                arguments: arguments.to_string(),
+            }],
+            usage: Some([20, 8]),
+            text: None,
+        }
+    }
+
+    pub fn status(code: u16, body: &str) -> Reply {
+        Reply::Status {
+            code,
+            body: body.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// A recorded request.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    #[allow(dead_code)]
+    pub authorization: Option<String>,
+    pub body: Value,
+}
+
+/// The running server. Dropping it stops accepting.
+pub struct MockServer {
+    pub addr: SocketAddr,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockServer {
+    pub async fn start(script: Vec<Reply>) -> MockServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind mock");
+        let addr = listener.local_addr().expect("addr");
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (s, r) = (script.clone(), requests.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (s, r) = (s.clone(), r.clone());
+                tokio::spawn(async move {
+                    let _ = serve(stream, s, r).await;
+                });
+            }
+        });
+        MockServer {
+            addr,
+            script,
+            requests,
+            task,
+        }
+    }
+
+    /// The base URL to give pirn (`PIRN_BASE_URL`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn push(&self, reply: Reply) {
+        self.script.lock().unwrap().push_back(reply);
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    // Read the head.
+    let mut buf = Vec::new();
+    let head_end = loop {
+        let mut chunk = [0u8; 8192];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.lines();
+    let path = lines
+        .next()
+        .unwrap_or("")
+        .split(' ')
+        .nth(1)
+        .unwrap_or("")
+        .to_owned();
+    let mut content_length = 0usize;
+    let mut authorization = None;
+    for line in lines {
+        if let Some((k, v)) = line.split_once(':') {
+            match k.trim().to_ascii_lowercase().as_str() {
+                "content-length" => content_length = v.trim().parse().unwrap_or(0),
+                "authorization" => authorization = Some(v.trim().to_owned()),
+                _ => {}
+            }
+        }
+    }
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < content_length {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    requests.lock().unwrap().push(Recorded {
+        path,
+        authorization,
+        body,
+    });
+    let reply = script.lock().unwrap().pop_front();
+    let Some(reply) = reply else {
+        return respond_status(
+            &mut stream,
+            500,
+            r#"{"error":{"message":"mock: no scripted reply left"}}"#,
+            None,
+        )
+        .await;
+    };
+    match reply {
+        Reply::Status {
+            code,
+            body,
+            retry_after,
+        } => respond_status(&mut stream, code, &body, retry_after.as_deref()).await,
+        Reply::Hang => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(())
+        }
+        Reply::Raw { body } => {
+            start_sse(&mut stream).await?;
+            chunk(&mut stream, body.as_bytes()).await?;
+            end_sse(&mut stream).await
+        }
+        Reply::Text {
+            chunks,
+            usage,
+            delay_ms,
+            finish_reason,
+        } => {
+            start_sse(&mut stream).await?;
+            for c in &chunks {
+                if delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                }
+                chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
+            }
+            let finish = finish_reason.unwrap_or_else(|| "stop".to_owned());
+            chunk(&mut stream, &event(&json!({}), Some(&finish))).await?;
+            if let Some(u) = usage {
+                chunk(&mut stream, &usage_event(u)).await?;
+            }
+            chunk(&mut stream, b"data: [DONE]\n\n").await?;
+            end_sse(&mut stream).await
+        }
+        Reply::ToolCalls { calls, usage, text } => {
+            start_sse(&mut stream).await?;
+            if let Some(t) = text {
+                chunk(&mut stream, &event(&json!({"content": t}), None)).await?;
+            }
+            for (i, c) in calls.iter().enumerate() {
+                let (a, b) = c.arguments.split_at(c.arguments.len() / 2);
+                let first = json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function", "function": {"name": c.name, "arguments": a}}]});
+                let second = json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]});
+                chunk(&mut stream, &event(&first, None)).await?;
+                chunk(&mut stream, &event(&second, None)).await?;
+            }
+            chunk(&mut stream, &event(&json!({}), Some("tool_calls"))).await?;
+            if let Some(u) = usage {
+                chunk(&mut stream, &usage_event(u)).await?;
+            }
+            chunk(&mut stream, b"data: [DONE]\n\n").await?;
+            end_sse(&mut stream).await
+        }
+        Reply::Stall { chunks } => {
+            start_sse(&mut stream).await?;
+            for c in &chunks {
+                chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
+            }
+            // Silence until the client goes away.
+            let mut sink = [0u8; 1024];
+            while stream.read(&mut sink).await.unwrap_or(0) > 0 {}
+            Ok(())
+        }
+        Reply::Drop { chunks } => {
+            start_sse(&mut stream).await?;
+            for c in &chunks {
+                chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
+            }
+            stream.shutdown().await
+        }
+    }
+}
+
+fn event(delta: &Value, finish: Option<&str>) -> Vec<u8> {
+    let v = json!({
+        "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": "mock",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {v}\n\n").into_bytes()
+}
+
+fn usage_event([prompt, completion]: [u64; 2]) -> Vec<u8> {
+    let v = json!({
+        "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": "mock", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    });
+    format!("data: {v}\n\n").into_bytes()
+}
+
+async fn respond_status(
+    stream: &mut TcpStream,
+    code: u16,
+    body: &str,
+    retry_after: Option<&str>,
+) -> std::io::Result<()> {
+    let extra = retry_after
+        .map(|r| format!("Retry-After: {r}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "HTTP/1.1 {code} Mock\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+async fn start_sse(stream: &mut TcpStream) -> std::io::Result<()> {
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        .await
+}
+
+async fn chunk(stream: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    stream
+        .write_all(format!("{:x}\r\n", data.len()).as_bytes())
+        .await?;
+    stream.write_all(data).await?;
+    stream.write_all(b"\r\n").await?;
+    stream.flush().await
+}
+
+async fn end_sse(stream: &mut TcpStream) -> std::io::Result<()> {
+    stream.write_all(b"0\r\n\r\n").await?;
+    stream.shutdown().await
+}

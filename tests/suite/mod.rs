@@ -1,0 +1,12 @@
+//! Integration tests: every test spawns the real binary against a real
+//! HTTP mock model server on 127.0.0.1.
+
+mod mock;
+mod worker;
+
+mod cancel;
+mod errors;
+mod golden;
+mod protocol;
+mod run_cmd;
+mod tools;

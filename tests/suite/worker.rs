@@ -1,0 +1,169 @@
+//! Spawns the real `pirn` binary and talks JSONL to it.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Longest wait for any one line in a test.
+pub const LINE_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Worker {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Every line read so far, in order.
+    pub seen: Vec<Value>,
+    pub workspace: tempfile::TempDir,
+}
+
+/// A command for the pirn binary with a clean environment pointing at `base_url`.
+pub fn pirn_command(base_url: &str, envs: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pirn"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", std::env::var("HOME").unwrap_or_default())
+        .env("PIRN_BASE_URL", base_url)
+        .kill_on_drop(true);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+impl Worker {
+    pub async fn spawn(base_url: &str, envs: &[(&str, &str)]) -> Worker {
+        let workspace = tempfile::tempdir().expect("tempdir");
+        let mut cmd = pirn_command(base_url, envs);
+        cmd.current_dir(workspace.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("spawn pirn");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout");
+        Worker {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+            workspace,
+        }
+    }
+
+    /// Spawns and initialises with all six tools; returns the worker and init_ok.
+    pub async fn ready(base_url: &str, envs: &[(&str, &str)], extra: Value) -> (Worker, Value) {
+        let mut w = Worker::spawn(base_url, envs).await;
+        let mut config = json!({
+            "model": "mock-model",
+            "system_prompt": "You are a test.",
+            "tools": ["read_file", "write_file", "edit_file", "glob", "grep", "bash"],
+        });
+        if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                c.insert(k.clone(), v.clone());
+            }
+        }
+        w.write(
+            json!({"type": "init", "id": "init-1", "protocol_version": "0.2.0", "config": config}),
+        )
+        .await;
+        let ok = w.next().await;
+        assert_eq!(ok["type"], "init_ok", "{ok}");
+        (w, ok)
+    }
+
+    pub async fn write(&mut self, v: Value) {
+        self.write_raw(format!("{v}\n").as_bytes()).await;
+    }
+
+    pub async fn write_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).await.expect("write stdin");
+        stdin.flush().await.expect("flush stdin");
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next line, parsed; panics after [`LINE_TIMEOUT`] or at EOF.
+    pub async fn next(&mut self) -> Value {
+        self.try_next(LINE_TIMEOUT).await.expect("a line from pirn")
+    }
+
+    /// The next line within `timeout`; `None` at EOF or timeout.
+    pub async fn try_next(&mut self, timeout: Duration) -> Option<Value> {
+        let line = tokio::time::timeout(timeout, self.lines.next_line())
+            .await
+            .ok()?
+            .expect("read stdout")?;
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        assert!(v.is_object(), "not an object: {line}");
+        self.seen.push(v.clone());
+        Some(v)
+    }
+
+    /// Reads until `pred` holds; returns the lines read (the matching one last).
+    pub async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let v = self.next().await;
+            let done = pred(&v);
+            out.push(v);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// Reads until the result of send `id`; returns (events of that send, result).
+    pub async fn result_for(&mut self, id: &str) -> (Vec<Value>, Value) {
+        let lines = self.until(|v| v["type"] == "result" && v["id"] == id).await;
+        let result = lines.last().cloned().expect("result");
+        let events = lines
+            .into_iter()
+            .filter(|v| v["type"] == "event" && v["send_id"] == id)
+            .collect();
+        (events, result)
+    }
+
+    /// Waits for the process to exit; returns its code.
+    pub async fn exit_code(&mut self) -> Option<i32> {
+        let status = tokio::time::timeout(LINE_TIMEOUT, self.child.wait())
+            .await
+            .expect("pirn exits")
+            .expect("wait");
+        status.code()
+    }
+
+    /// Sends status and returns status_ok (skipping and keeping other lines).
+    pub async fn status(&mut self, id: &str) -> Value {
+        self.write(json!({"type": "status", "id": id})).await;
+        let lines = self
+            .until(|v| v["type"] == "status_ok" && v["id"] == id)
+            .await;
+        lines.last().cloned().expect("status_ok")
+    }
+}
+
+/// Asserts `event_seq` is 0.. gapless over `events` (all of one send).
+pub fn assert_gapless(events: &[Value]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(
+            e["event_seq"], i as u64,
+            "event_seq gap at {i}: {events:#?}"
+        );
+    }
+}
+
+/// Names of the events, in order.
+pub fn names(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["event"]["event"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
