@@ -22,11 +22,12 @@ use tokio_util::sync::CancellationToken;
 
 use async_openai::types::chat::ChatCompletionRequestMessage;
 
+use crate::approval::{ApprovalMode, PermissionBroker, Verdict};
 use crate::conversation::Conversation;
 use crate::model::{Completion, ModelError, ToolCall};
 use crate::session::{Emitter, SessionSettings};
 use crate::tools::{self, ToolContext};
-use crate::wire::{ErrorCode, ErrorEnvelope, Event, ToolCallMade, Usage};
+use crate::wire::{Decision, ErrorCode, ErrorEnvelope, Event, ToolCallMade, Usage};
 
 /// Identical consecutive tool-call iterations that count as a loop.
 pub const LOOP_REPEATS: u32 = 3;
@@ -48,10 +49,7 @@ pub enum Outcome {
     /// The model answered without tool calls; its text.
     Ok { response: String },
     /// A fatal error; its `error` event has been emitted.
-    Failed {
-        error: ErrorEnvelope,
-        response: Option<String>,
-    },
+    Failed { error: ErrorEnvelope, response: Option<String> },
 }
 
 /// The body of a chat-completions request, borrowing the conversation.
@@ -77,6 +75,7 @@ struct StreamOptions {
 /// Runs one send to its end. `conv` already holds the earlier turns.
 pub async fn run(
     settings: &SessionSettings,
+    permissions: &PermissionBroker,
     conv: &mut Conversation,
     stats: &mut SendStats,
     emit: &Emitter,
@@ -84,11 +83,8 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Outcome {
     conv.push_user(message);
-    let tool_ctx = ToolContext {
-        workspace: settings.workspace.clone(),
-        allowed_paths: settings.allowed_paths.clone(),
-        cancel,
-    };
+    let tool_ctx =
+        ToolContext { workspace: settings.workspace.clone(), allowed_paths: settings.allowed_paths.clone(), cancel };
     let mut last_signature: Option<String> = None;
     let mut repeats = 0u32;
     loop {
@@ -107,9 +103,7 @@ pub async fn run(
             model: &settings.model,
             messages: conv.messages(),
             stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
+            stream_options: StreamOptions { include_usage: true },
             tools: &settings.tool_specs,
             temperature: settings.temperature,
             max_tokens: settings.max_tokens,
@@ -118,10 +112,7 @@ pub async fn run(
             Err(e) => {
                 return fail(
                     emit,
-                    ErrorEnvelope::new(
-                        ErrorCode::ProtocolError,
-                        format!("cannot encode the request: {e}"),
-                    ),
+                    ErrorEnvelope::new(ErrorCode::ProtocolError, format!("cannot encode the request: {e}")),
                     None,
                 )
                 .await;
@@ -147,10 +138,7 @@ pub async fn run(
                     details: error.details.clone(),
                 })
                 .await;
-                return Outcome::Failed {
-                    error,
-                    response: None,
-                };
+                return Outcome::Failed { error, response: None };
             }
         };
         if let Some(u) = completion.usage {
@@ -162,17 +150,16 @@ pub async fn run(
             if completion.finish_reason.as_deref() == Some("length") {
                 let error = ErrorEnvelope {
                     code: ErrorCode::ProviderError,
-                    message:
-                        "the model's answer was cut off at its token limit (finish_reason: length)"
-                            .to_owned(),
+                    message: "the model's answer was cut off at its token limit (finish_reason: length)".to_owned(),
                     retryable: false,
                     details: Some(serde_json::json!({"finish_reason": "length"})),
                 };
                 return fail(emit, error, Some(completion.text)).await;
             }
-            return Outcome::Ok {
-                response: completion.text,
-            };
+            if settings.policy.mode == ApprovalMode::Plan {
+                emit.emit(Event::PlanComplete { plan: completion.text.clone() }).await;
+            }
+            return Outcome::Ok { response: completion.text };
         }
         let signature = signature(&completion.tool_calls);
         if last_signature.as_deref() == Some(signature.as_str()) {
@@ -189,17 +176,13 @@ pub async fn run(
             return fail(emit, error, None).await;
         }
         for call in &completion.tool_calls {
-            run_tool(settings, conv, stats, emit, call, &tool_ctx).await;
+            run_tool(settings, permissions, conv, stats, emit, call, &tool_ctx).await;
         }
     }
 }
 
 /// Streams one model call, emitting `content_delta` per text piece.
-async fn call_model(
-    settings: &SessionSettings,
-    body: Bytes,
-    emit: &Emitter,
-) -> Result<Completion, ModelError> {
+async fn call_model(settings: &SessionSettings, body: Bytes, emit: &Emitter) -> Result<Completion, ModelError> {
     let mut stream = settings.endpoint.open(body).await?;
     while let Some(text) = stream.next_text().await? {
         emit.emit(Event::ContentDelta { text }).await;
@@ -210,6 +193,7 @@ async fn call_model(
 /// Runs one tool call and appends its result to the conversation.
 async fn run_tool(
     settings: &SessionSettings,
+    permissions: &PermissionBroker,
     conv: &mut Conversation,
     stats: &mut SendStats,
     emit: &Emitter,
@@ -221,27 +205,19 @@ async fn run_tool(
     } else {
         serde_json::from_str::<Value>(&call.arguments)
     };
-    let args = parsed
-        .as_ref()
-        .cloned()
-        .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-    emit.emit(Event::ToolStart {
-        name: call.name.clone(),
-        args: args.clone(),
-        call_id: Some(call.id.clone()),
-    })
-    .await;
-    stats.tool_calls_made.push(ToolCallMade {
-        name: call.name.clone(),
-        args,
-    });
+    let args = parsed.as_ref().cloned().unwrap_or_else(|_| Value::String(call.arguments.clone()));
+    emit.emit(Event::ToolStart { name: call.name.clone(), args: args.clone(), call_id: Some(call.id.clone()) }).await;
+    stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
     let started = Instant::now();
     let output = match &parsed {
         Err(e) => tools::ToolOutput::error(format!(
             "the arguments of this {} call are not valid JSON ({e}); send a JSON object",
             call.name
         )),
-        Ok(_) => tools::execute(&call.name, &call.arguments, &settings.tools, ctx).await,
+        Ok(args) => match approve(settings, permissions, emit, &call.name, args).await {
+            Ok(()) => tools::execute(&call.name, &call.arguments, &settings.tools, ctx).await,
+            Err(reason) => tools::ToolOutput::error(format!("permission denied: {reason}. Do not retry this call.")),
+        },
     };
     stats.tool_latency += started.elapsed();
     emit.emit(Event::ToolEnd {
@@ -251,12 +227,61 @@ async fn run_tool(
         is_error: Some(output.is_error),
     })
     .await;
-    let text = if output.is_error {
-        format!("Error: {}", output.text)
-    } else {
-        output.text
-    };
+    let text = if output.is_error { format!("Error: {}", output.text) } else { output.text };
     conv.push_tool_result(&call.id, text);
+}
+
+/// Applies the approval policy to one call: `Ok` runs it, `Err` carries the
+/// refusal (already announced with `permission_denied`).
+async fn approve(
+    settings: &SessionSettings,
+    permissions: &PermissionBroker,
+    emit: &Emitter,
+    name: &str,
+    args: &Value,
+) -> Result<(), String> {
+    // `execute` answers unknown tools and tools the config did not enable;
+    // tools hidden by plan mode get the policy's refusal.
+    if !tools::ALL_TOOLS.contains(&name) || (!settings.tools.iter().any(|t| t == name) && settings.policy.visible(name))
+    {
+        return Ok(());
+    }
+    let reason = match settings.policy.check(name, args, &settings.workspace) {
+        Verdict::Allow => return Ok(()),
+        Verdict::Deny(reason) => {
+            emit.emit(Event::PermissionDenied { name: name.to_owned(), reason: reason.clone() }).await;
+            return Err(reason);
+        }
+        Verdict::Ask(reason) => reason,
+    };
+    let (request_id, answer) = permissions.open();
+    emit.emit(Event::PermissionRequest {
+        name: name.to_owned(),
+        reason: reason.clone(),
+        request_id: Some(request_id.clone()),
+        args: Some(args.clone()),
+    })
+    .await;
+    // Settles the request however this wait ends (answer, timeout, cancel).
+    struct Settle<'a>(&'a PermissionBroker, &'a str);
+    impl Drop for Settle<'_> {
+        fn drop(&mut self) {
+            self.0.settle(self.1);
+        }
+    }
+    let _settle = Settle(permissions, &request_id);
+    let denial = if !settings.permission_responses {
+        format!("{reason}, and the client does not answer permission requests")
+    } else {
+        match tokio::time::timeout(settings.permission_timeout, answer).await {
+            Ok(Ok(Decision::Allow)) => return Ok(()),
+            Ok(Ok(Decision::Deny)) => "denied by the user".to_owned(),
+            Ok(Err(_)) => "the permission request was dropped".to_owned(),
+            Err(_) => format!("no answer within {} ms", settings.permission_timeout.as_millis()),
+        }
+    };
+    emit.emit(Event::PermissionDenied { name: name.to_owned(), reason: denial.clone() }).await;
+    Err(denial)
 }
 
 async fn fail(emit: &Emitter, error: ErrorEnvelope, response: Option<String>) -> Outcome {
@@ -293,16 +318,11 @@ fn canonical(v: &Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
-                .collect();
+            let parts: Vec<String> =
+                keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k]))).collect();
             format!("{{{}}}", parts.join(","))
         }
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
         other => other.to_string(),
     }
 }
@@ -313,11 +333,7 @@ mod tests {
 
     #[test]
     fn signature_ignores_key_order_and_spacing() {
-        let a = [ToolCall {
-            id: "1".into(),
-            name: "grep".into(),
-            arguments: r#"{"pattern":"x","path":"src"}"#.into(),
-        }];
+        let a = [ToolCall { id: "1".into(), name: "grep".into(), arguments: r#"{"pattern":"x","path":"src"}"#.into() }];
         let b = [ToolCall {
             id: "2".into(),
             name: "grep".into(),

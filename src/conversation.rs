@@ -10,12 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_openai::types::chat::{
-    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
-    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
-    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls, ChatCompletionRequestAssistantMessage,
+    ChatCompletionRequestAssistantMessageContent, ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
     ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage,
-    ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
-    ChatCompletionRequestUserMessageContent, FunctionCall,
+    ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
+    FunctionCall,
 };
 
 use crate::model::ToolCall;
@@ -33,14 +32,10 @@ impl Conversation {
     pub fn new(system_prompt: &str, count: Arc<AtomicU64>) -> Self {
         let mut messages = Vec::new();
         if !system_prompt.is_empty() {
-            messages.push(ChatCompletionRequestMessage::System(
-                ChatCompletionRequestSystemMessage {
-                    content: ChatCompletionRequestSystemMessageContent::Text(
-                        system_prompt.to_owned(),
-                    ),
-                    name: None,
-                },
-            ));
+            messages.push(ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
+                content: ChatCompletionRequestSystemMessageContent::Text(system_prompt.to_owned()),
+                name: None,
+            }));
         }
         count.store(0, Ordering::Relaxed);
         Conversation { messages, count }
@@ -58,12 +53,10 @@ impl Conversation {
 
     /// Appends the user's message.
     pub fn push_user(&mut self, text: &str) {
-        self.push(ChatCompletionRequestMessage::User(
-            ChatCompletionRequestUserMessage {
-                content: ChatCompletionRequestUserMessageContent::Text(text.to_owned()),
-                name: None,
-            },
-        ));
+        self.push(ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+            content: ChatCompletionRequestUserMessageContent::Text(text.to_owned()),
+            name: None,
+        }));
     }
 
     /// Appends the model's answer: its text and the tool calls it asked for.
@@ -73,10 +66,7 @@ impl Conversation {
             .map(|c| {
                 ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
                     id: c.id.clone(),
-                    function: FunctionCall {
-                        name: c.name.clone(),
-                        arguments: c.arguments.clone(),
-                    },
+                    function: FunctionCall { name: c.name.clone(), arguments: c.arguments.clone() },
                 })
             })
             .collect();
@@ -85,9 +75,7 @@ impl Conversation {
             content: if text.is_empty() && !calls.is_empty() {
                 None
             } else {
-                Some(ChatCompletionRequestAssistantMessageContent::Text(
-                    text.to_owned(),
-                ))
+                Some(ChatCompletionRequestAssistantMessageContent::Text(text.to_owned()))
             },
             tool_calls: if calls.is_empty() { None } else { Some(calls) },
             ..Default::default()
@@ -97,22 +85,17 @@ impl Conversation {
 
     /// Appends the result of tool call `call_id`.
     pub fn push_tool_result(&mut self, call_id: &str, text: String) {
-        self.push(ChatCompletionRequestMessage::Tool(
-            ChatCompletionRequestToolMessage {
-                content: ChatCompletionRequestToolMessageContent::Text(text),
-                tool_call_id: call_id.to_owned(),
-            },
-        ));
+        self.push(ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+            content: ChatCompletionRequestToolMessageContent::Text(text),
+            tool_call_id: call_id.to_owned(),
+        }));
     }
 
     /// Gives every tool call of the last assistant message that has no result
     /// yet the result `reason`, so the next request is valid. Returns how
     /// many results were added.
     pub fn repair(&mut self, reason: &str) -> usize {
-        let Some(pos) = self
-            .messages
-            .iter()
-            .rposition(|m| matches!(m, ChatCompletionRequestMessage::Assistant(_)))
+        let Some(pos) = self.messages.iter().rposition(|m| matches!(m, ChatCompletionRequestMessage::Assistant(_)))
         else {
             return 0;
         };
@@ -135,10 +118,7 @@ impl Conversation {
                 _ => None,
             })
             .collect();
-        let missing: Vec<String> = wanted
-            .into_iter()
-            .filter(|id| !answered.contains(&id.as_str()))
-            .collect();
+        let missing: Vec<String> = wanted.into_iter().filter(|id| !answered.contains(&id.as_str())).collect();
         for id in &missing {
             self.push_tool_result(id, format!("Error: {reason}"));
         }
@@ -156,16 +136,8 @@ mod tests {
         let mut c = Conversation::new("sys", count.clone());
         c.push_user("hi");
         let calls = [
-            ToolCall {
-                id: "a".into(),
-                name: "bash".into(),
-                arguments: "{}".into(),
-            },
-            ToolCall {
-                id: "b".into(),
-                name: "bash".into(),
-                arguments: "{}".into(),
-            },
+            ToolCall { id: "a".into(), name: "bash".into(), arguments: "{}".into() },
+            ToolCall { id: "b".into(), name: "bash".into(), arguments: "{}".into() },
         ];
         c.push_assistant("", &calls);
         c.push_tool_result("a", "done".into());

@@ -7,6 +7,7 @@
 //! front-ends that drive a session. `main.rs` is the command line only.
 
 pub mod agent;
+pub mod approval;
 pub mod conversation;
 pub mod model;
 pub mod session;

@@ -8,12 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pirn::transport::{run, stdio, writer::Format};
 use pirn::wire::InitConfig;
 
-const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (protocol ",
-    include_str!("../PROTOCOL_VERSION"),
-    ")"
-);
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (protocol ", include_str!("../PROTOCOL_VERSION"), ")");
 
 const DEFAULT_SYSTEM_PROMPT: &str = "You are pirn, a coding agent working inside a software repository (your working directory). \
 Use the tools to look at the actual files before you answer; never guess file contents. \
@@ -47,11 +42,7 @@ struct RunArgs {
     #[arg(long)]
     model: Option<String>,
     /// Comma-separated tools to enable.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "read_file,write_file,edit_file,glob,grep,bash"
-    )]
+    #[arg(long, value_delimiter = ',', default_value = "read_file,write_file,edit_file,glob,grep,bash")]
     tools: Vec<String>,
     /// Model calls allowed for the send.
     #[arg(long, default_value_t = 20)]
@@ -93,10 +84,7 @@ fn init_logging(filter: Option<&str>) {
 /// Runs `fut` on a single-threaded runtime, then exits with its code without
 /// waiting for blocking threads (a stdin read may still be parked in one).
 fn block_on_and_exit(fut: impl std::future::Future<Output = i32>) -> ! {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the async runtime: {e}");
@@ -120,19 +108,9 @@ fn main() {
         None => block_on_and_exit(stdio::serve()),
         Some(Command::Run(args)) => {
             let config = InitConfig {
-                model: args
-                    .model
-                    .or_else(|| std::env::var("PIRN_MODEL").ok())
-                    .unwrap_or_else(|| "local".to_owned()),
-                system_prompt: args
-                    .system_prompt
-                    .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
-                tools: args
-                    .tools
-                    .into_iter()
-                    .map(|t| t.trim().to_owned())
-                    .filter(|t| !t.is_empty())
-                    .collect(),
+                model: args.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
+                system_prompt: args.system_prompt.unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
+                tools: args.tools.into_iter().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect(),
                 max_iterations: Some(args.max_iterations),
                 cwd: args.cwd,
                 temperature: args.temperature,

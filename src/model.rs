@@ -66,9 +66,7 @@ impl Endpoint {
     /// timeout; `idle_timeout_ms` from init overrides both.
     pub fn from_env(idle_timeout_ms: Option<u64>) -> Endpoint {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let key = var("PIRN_API_KEY")
-            .or_else(|| var("OPENAI_API_KEY"))
-            .or_else(|| var("OPENROUTER_API_KEY"));
+        let key = var("PIRN_API_KEY").or_else(|| var("OPENAI_API_KEY")).or_else(|| var("OPENROUTER_API_KEY"));
         let base = var("PIRN_BASE_URL")
             .or_else(|| var("OPENAI_BASE_URL"))
             .or_else(|| var("HEDDLE_BASE_URL"))
@@ -81,25 +79,17 @@ impl Endpoint {
                     "http://127.0.0.1:8080/v1".to_owned()
                 }
             });
-        let idle_ms =
-            idle_timeout_ms.or_else(|| var("PIRN_IDLE_TIMEOUT_MS").and_then(|v| v.parse().ok()));
+        let idle_ms = idle_timeout_ms.or_else(|| var("PIRN_IDLE_TIMEOUT_MS").and_then(|v| v.parse().ok()));
         Endpoint {
             chat_url: format!("{}/chat/completions", base.trim_end_matches('/')),
             api_key: key,
-            idle_timeout: idle_ms
-                .map(Duration::from_millis)
-                .unwrap_or(DEFAULT_IDLE_TIMEOUT),
+            idle_timeout: idle_ms.map(Duration::from_millis).unwrap_or(DEFAULT_IDLE_TIMEOUT),
         }
     }
 
     /// Host part of the URL, reported as `provider` in error events.
     pub fn provider(&self) -> String {
-        self.chat_url
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or("unknown")
-            .to_owned()
+        self.chat_url.split("://").nth(1).and_then(|rest| rest.split('/').next()).unwrap_or("unknown").to_owned()
     }
 
     /// POSTs `body` (a serialised chat-completions request with `stream:
@@ -127,10 +117,7 @@ impl Endpoint {
                 Err(_) => {
                     return Err(ModelError::transport(
                         "timeout",
-                        format!(
-                            "model server sent no response within {} ms",
-                            self.idle_timeout.as_millis()
-                        ),
+                        format!("model server sent no response within {} ms", self.idle_timeout.as_millis()),
                     ));
                 }
                 Ok(Err(e)) => return Err(ModelError::transport("connect", describe_reqwest(&e))),
@@ -155,11 +142,7 @@ impl Endpoint {
             if wait > MAX_RETRY_AFTER {
                 return Err(err);
             }
-            tracing::debug!(
-                status = status.as_u16(),
-                wait_ms = wait.as_millis() as u64,
-                "model server asked to retry"
-            );
+            tracing::debug!(status = status.as_u16(), wait_ms = wait.as_millis() as u64, "model server asked to retry");
             tokio::time::sleep(wait).await;
         }
     }
@@ -187,9 +170,7 @@ async fn read_capped(mut resp: reqwest::Response, idle: Duration) -> String {
     let mut buf = Vec::new();
     while buf.len() < ERROR_BODY_CAP {
         match tokio::time::timeout(idle, resp.chunk()).await {
-            Ok(Ok(Some(chunk))) => {
-                buf.extend_from_slice(&chunk[..chunk.len().min(ERROR_BODY_CAP - buf.len())])
-            }
+            Ok(Ok(Some(chunk))) => buf.extend_from_slice(&chunk[..chunk.len().min(ERROR_BODY_CAP - buf.len())]),
             _ => break,
         }
     }
@@ -203,20 +184,13 @@ fn parse_retry_after(v: &str) -> Option<Duration> {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
     let when = httpdate::parse_http_date(v).ok()?;
-    Some(
-        when.duration_since(std::time::SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
+    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
 /// reqwest's error with its source chain, which holds the useful part
 /// ("connection refused").
 fn describe_reqwest(e: &reqwest::Error) -> String {
-    let mut msg = if e.is_connect() {
-        "cannot connect to the model server".to_owned()
-    } else {
-        e.to_string()
-    };
+    let mut msg = if e.is_connect() { "cannot connect to the model server".to_owned() } else { e.to_string() };
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
         msg.push_str(": ");
@@ -241,12 +215,7 @@ pub struct ModelError {
 
 impl ModelError {
     fn transport(kind: &'static str, message: String) -> Self {
-        ModelError {
-            kind,
-            message,
-            retryable: kind != "client",
-            status: None,
-        }
+        ModelError { kind, message, retryable: kind != "client", status: None }
     }
 
     fn http(status: u16, body: &str) -> Self {
@@ -261,33 +230,17 @@ impl ModelError {
                     .and_then(|m| m.as_str().map(str::to_owned))
             })
             .unwrap_or_else(|| body.chars().take(500).collect::<String>());
-        let reason = reqwest::StatusCode::from_u16(status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("");
+        let reason = reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
         let message = if detail.trim().is_empty() {
             format!("model server answered HTTP {status} {reason}")
         } else {
-            format!(
-                "model server answered HTTP {status} {reason}: {}",
-                detail.trim()
-            )
+            format!("model server answered HTTP {status} {reason}: {}", detail.trim())
         };
-        ModelError {
-            kind: "http",
-            message,
-            retryable,
-            status: Some(status),
-        }
+        ModelError { kind: "http", message, retryable, status: Some(status) }
     }
 
     fn stream(message: impl Into<String>) -> Self {
-        ModelError {
-            kind: "stream",
-            message: message.into(),
-            retryable: true,
-            status: None,
-        }
+        ModelError { kind: "stream", message: message.into(), retryable: true, status: None }
     }
 
     /// The `details` object of the error event and envelope.
@@ -328,14 +281,7 @@ pub struct ChatStream {
 
 impl ChatStream {
     fn new(resp: reqwest::Response, idle: Duration) -> Self {
-        ChatStream {
-            resp,
-            sse: SseDecoder::new(),
-            idle,
-            acc: Completion::default(),
-            done: false,
-            streamed: false,
-        }
+        ChatStream { resp, sse: SseDecoder::new(), idle, acc: Completion::default(), done: false, streamed: false }
     }
 
     /// The next piece of text, `None` at the end of the answer.
@@ -357,9 +303,7 @@ impl ChatStream {
                 }
                 Ok(None) => {}
                 Err(SseError::TooLong(n)) => {
-                    return Err(ModelError::stream(format!(
-                        "model stream line exceeds {n} bytes"
-                    )));
+                    return Err(ModelError::stream(format!("model stream line exceeds {n} bytes")));
                 }
             }
             match tokio::time::timeout(self.idle, self.resp.chunk()).await {
@@ -370,10 +314,7 @@ impl ChatStream {
                     ));
                 }
                 Ok(Err(e)) => {
-                    return Err(ModelError::stream(format!(
-                        "model stream broke: {}",
-                        describe_reqwest(&e)
-                    )));
+                    return Err(ModelError::stream(format!("model stream broke: {}", describe_reqwest(&e))));
                 }
                 Ok(Ok(Some(bytes))) => {
                     self.streamed = true;
@@ -392,9 +333,7 @@ impl ChatStream {
                         self.done = true;
                         return Ok(None);
                     }
-                    return Err(ModelError::stream(
-                        "model stream ended before the answer was complete",
-                    ));
+                    return Err(ModelError::stream("model stream ended before the answer was complete"));
                 }
             }
         }
@@ -408,8 +347,7 @@ impl ChatStream {
                 call.id = format!("call_{i}");
             }
         }
-        c.tool_calls
-            .retain(|call| !call.name.is_empty() || !call.arguments.is_empty());
+        c.tool_calls.retain(|call| !call.name.is_empty() || !call.arguments.is_empty());
         c
     }
 }
@@ -471,11 +409,7 @@ struct UsageChunk {
 }
 
 /// Folds one SSE `data:` payload into `acc`; returns its text, if any.
-fn apply_event(
-    acc: &mut Completion,
-    data: &[u8],
-    done: &mut bool,
-) -> Result<Option<String>, ModelError> {
+fn apply_event(acc: &mut Completion, data: &[u8], done: &mut bool) -> Result<Option<String>, ModelError> {
     let trimmed = data.trim_ascii();
     if trimmed == b"[DONE]" {
         *done = true;
@@ -485,8 +419,7 @@ fn apply_event(
         return Ok(None);
     }
     let chunk: Chunk<'_> = serde_json::from_slice(trimmed).map_err(|e| {
-        let shown: String =
-            String::from_utf8_lossy(&trimmed[..trimmed.len().min(200)]).into_owned();
+        let shown: String = String::from_utf8_lossy(&trimmed[..trimmed.len().min(200)]).into_owned();
         ModelError {
             kind: "protocol",
             message: format!("model stream sent a chunk that is not valid JSON ({e}): {shown}"),
@@ -495,15 +428,8 @@ fn apply_event(
         }
     })?;
     if let Some(err) = chunk.error {
-        let message = err
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| err.to_string());
-        let status = err
-            .get("code")
-            .and_then(Value::as_u64)
-            .and_then(|c| u16::try_from(c).ok());
+        let message = err.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| err.to_string());
+        let status = err.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok());
         let retryable = status.is_none_or(|s| matches!(s, 408 | 409 | 429) || s >= 500);
         return Err(ModelError {
             kind: "stream",
@@ -513,16 +439,9 @@ fn apply_event(
         });
     }
     if let Some(u) = chunk.usage {
-        let total = if u.total_tokens == 0 {
-            u.prompt_tokens + u.completion_tokens
-        } else {
-            u.total_tokens
-        };
-        acc.usage = Some(Usage {
-            prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
-            total_tokens: total,
-        });
+        let total = if u.total_tokens == 0 { u.prompt_tokens + u.completion_tokens } else { u.total_tokens };
+        acc.usage =
+            Some(Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: total });
     }
     let mut text: Option<String> = None;
     for choice in chunk.choices {
@@ -589,14 +508,7 @@ mod tests {
             apply_event(&mut acc, e.as_bytes(), &mut done).unwrap();
         }
         assert!(done);
-        assert_eq!(
-            acc.tool_calls[0],
-            ToolCall {
-                id: "a".into(),
-                name: "read_file".into(),
-                arguments: "{}".into()
-            }
-        );
+        assert_eq!(acc.tool_calls[0], ToolCall { id: "a".into(), name: "read_file".into(), arguments: "{}".into() });
         assert_eq!(acc.tool_calls[1].arguments, r#"{"pattern":"x"}"#);
         assert_eq!(acc.usage.unwrap().total_tokens, 7);
         assert_eq!(acc.finish_reason.as_deref(), Some("tool_calls"));
@@ -607,11 +519,7 @@ mod tests {
         assert!(ModelError::http(500, "").retryable);
         assert!(ModelError::http(429, "").retryable);
         assert!(!ModelError::http(401, r#"{"error":{"message":"bad key"}}"#).retryable);
-        assert!(
-            ModelError::http(401, r#"{"error":{"message":"bad key"}}"#)
-                .message
-                .contains("bad key")
-        );
+        assert!(ModelError::http(401, r#"{"error":{"message":"bad key"}}"#).message.contains("bad key"));
         assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
     }
 }

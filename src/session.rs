@@ -23,11 +23,12 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, Outcome, SendStats};
+use crate::approval::{AnswerError, ApprovalMode, PermissionBroker, Policy};
 use crate::conversation::Conversation;
 use crate::model::Endpoint;
 use crate::tools;
 use crate::wire::{
-    Correlation, ErrorEnvelope, Event, EventMsg, InitConfig, Response, SendResult, Status, StatusOk,
+    Correlation, Decision, ErrorEnvelope, Event, EventMsg, InitConfig, Response, SendResult, Status, StatusOk,
 };
 
 /// Where a session's output goes, in order. Bounded: a reader that stops
@@ -39,6 +40,13 @@ pub const OUTBOX_CAPACITY: usize = 1024;
 
 /// Default `max_iterations`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 20;
+/// Default wait for a permission answer, in ms.
+pub const DEFAULT_PERMISSION_TIMEOUT_MS: u64 = 300_000;
+
+/// Appended to the system prompt in plan mode.
+const PLAN_INSTRUCTIONS: &str = "\n\nYou are in plan mode: you may read the repository with the read-only tools, \
+but you must not change files or run commands. Finish with a numbered, step-by-step plan for the task.";
+
 /// Default heartbeat interval.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(5000);
 
@@ -63,6 +71,12 @@ pub struct SessionSettings {
     pub heartbeat: Duration,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// Approval mode and permission rules.
+    pub policy: Policy,
+    /// The client answers permission requests (pirn extension).
+    pub permission_responses: bool,
+    /// Longest wait for a permission answer.
+    pub permission_timeout: Duration,
 }
 
 impl SessionSettings {
@@ -80,25 +94,35 @@ impl SessionSettings {
         }
         let workspace = match &config.cwd {
             Some(dir) => PathBuf::from(dir),
-            None => std::env::current_dir()
-                .map_err(|e| format!("cannot read the working directory: {e}"))?,
+            None => std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?,
         };
         let workspace = workspace
             .canonicalize()
             .ok()
             .filter(|p| p.is_dir())
             .ok_or_else(|| format!("workspace {} is not a directory", workspace.display()))?;
+        let mode = match config.approval_mode {
+            Some(m) => m,
+            None => match std::env::var("PIRN_APPROVAL_MODE").ok().filter(|v| !v.trim().is_empty()) {
+                Some(v) => ApprovalMode::parse(&v).ok_or_else(|| {
+                    format!("PIRN_APPROVAL_MODE={v:?} is not one of full-auto, auto-edit, suggest, plan")
+                })?,
+                None => ApprovalMode::default(),
+            },
+        };
+        let policy = Policy::new(mode, &config.permissions.clone().unwrap_or_default())?;
+        let mut allowed_paths = Vec::new();
+        for p in config.allowed_paths.iter().flatten() {
+            let real = PathBuf::from(p).canonicalize().map_err(|e| format!("allowed path {p:?}: {e}"))?;
+            allowed_paths.push(real);
+        }
         let tools: Vec<String> = config
             .tools
             .iter()
-            .filter(|t| tools::ALL_TOOLS.contains(&t.as_str()))
+            .filter(|t| tools::ALL_TOOLS.contains(&t.as_str()) && policy.visible(t))
             .cloned()
             .collect();
-        for unknown in config
-            .tools
-            .iter()
-            .filter(|t| !tools::ALL_TOOLS.contains(&t.as_str()))
-        {
+        for unknown in config.tools.iter().filter(|t| !tools::ALL_TOOLS.contains(&t.as_str())) {
             tracing::warn!(tool = %unknown, "init names a tool pirn does not have; ignored");
         }
         let session_id = uuid::Uuid::new_v4().to_string();
@@ -110,16 +134,25 @@ impl SessionSettings {
             },
             session_id,
             model: config.model.clone(),
-            system_prompt: config.system_prompt.clone(),
+            system_prompt: if mode == ApprovalMode::Plan {
+                format!("{}{PLAN_INSTRUCTIONS}", config.system_prompt)
+            } else {
+                config.system_prompt.clone()
+            },
             tool_specs: tools::specs(&tools),
             tools,
             max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             workspace,
-            allowed_paths: Vec::new(),
+            allowed_paths,
             endpoint: Endpoint::from_env(config.idle_timeout_ms),
             heartbeat: heartbeat_from_env(),
             temperature: config.temperature,
             max_tokens: config.max_tokens,
+            policy,
+            permission_responses: config.permission_responses.unwrap_or(false),
+            permission_timeout: Duration::from_millis(
+                config.permission_timeout_ms.unwrap_or(DEFAULT_PERMISSION_TIMEOUT_MS),
+            ),
         })
     }
 }
@@ -127,11 +160,7 @@ impl SessionSettings {
 fn heartbeat_from_env() -> Duration {
     ["PIRN_HEARTBEAT_INTERVAL", "HEDDLE_HEARTBEAT_INTERVAL"]
         .iter()
-        .find_map(|k| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        })
+        .find_map(|k| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok()))
         .map(|ms| Duration::from_millis(ms.max(10)))
         .unwrap_or(DEFAULT_HEARTBEAT)
 }
@@ -147,12 +176,8 @@ impl Emitter {
     /// Queues `event` for the writer (which numbers it). If the writer is
     /// gone the event is dropped: the host has stopped listening.
     pub async fn emit(&self, event: Event) {
-        let msg = EventMsg {
-            event,
-            event_seq: 0,
-            send_id: self.send_id.clone(),
-            correlation: self.correlation.clone(),
-        };
+        let msg =
+            EventMsg { event, event_seq: 0, send_id: self.send_id.clone(), correlation: self.correlation.clone() };
         let _ = self.outbox.send(Response::Event(msg)).await;
     }
 }
@@ -187,6 +212,7 @@ struct Shared {
     queue: Mutex<Queue>,
     wake: Notify,
     messages: Arc<AtomicU64>,
+    permissions: PermissionBroker,
 }
 
 impl Shared {
@@ -215,6 +241,7 @@ impl Session {
             queue: Mutex::default(),
             wake: Notify::new(),
             messages,
+            permissions: PermissionBroker::default(),
         });
         let shared2 = shared.clone();
         let stopped = CancellationToken::new();
@@ -237,15 +264,10 @@ impl Session {
         if q.closing {
             return Err(SendRejected::Closing);
         }
-        if q.active.as_ref().is_some_and(|(a, _)| *a == id) || q.waiting.iter().any(|j| j.id == id)
-        {
+        if q.active.as_ref().is_some_and(|(a, _)| *a == id) || q.waiting.iter().any(|j| j.id == id) {
             return Err(SendRejected::DuplicateId);
         }
-        q.waiting.push_back(Job {
-            id,
-            message,
-            cancel: CancellationToken::new(),
-        });
+        q.waiting.push_back(Job { id, message, cancel: CancellationToken::new() });
         drop(q);
         self.shared.wake.notify_one();
         Ok(())
@@ -275,10 +297,7 @@ impl Session {
                 token.cancel();
                 return true;
             }
-            q.waiting
-                .iter()
-                .position(|j| j.id == target)
-                .and_then(|i| q.waiting.remove(i))
+            q.waiting.iter().position(|j| j.id == target).and_then(|i| q.waiting.remove(i))
         };
         match removed {
             Some(job) => {
@@ -290,12 +309,13 @@ impl Session {
     }
 
     async fn answer_cancelled(&self, job: Job) {
-        let result = SendResult::error(
-            job.id,
-            ErrorEnvelope::cancelled(),
-            self.shared.settings.correlation.clone(),
-        );
+        let result = SendResult::error(job.id, ErrorEnvelope::cancelled(), self.shared.settings.correlation.clone());
         let _ = self.shared.outbox.send(Response::Result(result)).await;
+    }
+
+    /// Answers a pending `permission_request` (first answer wins).
+    pub fn answer_permission(&self, request_id: &str, decision: Decision) -> Result<(), AnswerError> {
+        self.shared.permissions.answer(request_id, decision)
     }
 
     /// Stops taking sends, lets the queued and running ones finish, and waits
@@ -351,26 +371,15 @@ async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
 async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
     let settings = &shared.settings;
     let started = Instant::now();
-    let emitter = Emitter {
-        send_id: job.id.clone(),
-        correlation: settings.correlation.clone(),
-        outbox: shared.outbox.clone(),
-    };
+    let emitter =
+        Emitter { send_id: job.id.clone(), correlation: settings.correlation.clone(), outbox: shared.outbox.clone() };
     let mut stats = SendStats::default();
     let outcome = {
-        let agent = agent::run(
-            settings,
-            conv,
-            &mut stats,
-            &emitter,
-            &job.message,
-            job.cancel.clone(),
-        );
+        let agent =
+            agent::run(settings, &shared.permissions, conv, &mut stats, &emitter, &job.message, job.cancel.clone());
         tokio::pin!(agent);
-        let mut heartbeat = tokio::time::interval_at(
-            tokio::time::Instant::now() + settings.heartbeat,
-            settings.heartbeat,
-        );
+        let mut heartbeat =
+            tokio::time::interval_at(tokio::time::Instant::now() + settings.heartbeat, settings.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

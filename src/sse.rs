@@ -126,13 +126,7 @@ mod tests {
 
     #[test]
     fn splits_across_feeds_and_crlf() {
-        assert_eq!(
-            all(&[
-                b"data: {\"a\"",
-                b":1}\r\n\r\n: comment\n\ndata:x\ndata: y\n\n"
-            ]),
-            vec!["{\"a\":1}", "x\ny"]
-        );
+        assert_eq!(all(&[b"data: {\"a\"", b":1}\r\n\r\n: comment\n\ndata:x\ndata: y\n\n"]), vec!["{\"a\":1}", "x\ny"]);
     }
 
     #[test]

@@ -37,8 +37,9 @@ pub const UNKNOWN_ID: &str = "unknown";
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
-    /// Start the session. Must come first.
-    Init(InitRequest),
+    /// Start the session. Must come first. (Boxed: the config is large and
+    /// the other requests are small.)
+    Init(Box<InitRequest>),
     /// A user message: runs the agent loop, answered by events then one result.
     Send(SendRequest),
     /// Ask for the session state, answered at once by `status_ok`.
@@ -105,6 +106,51 @@ pub struct InitConfig {
     /// Upper bound on generated tokens per model call (default: the server's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Directories outside the workspace that file tools may reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_paths: Option<Vec<String>>,
+    /// What the model may do unasked (default `full-auto`, or
+    /// `PIRN_APPROVAL_MODE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<ApprovalMode>,
+    /// Rules refining the mode; deny beats ask beats allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<PermissionRules>,
+    /// The client answers `permission_request` events with
+    /// `permission_response` requests (default false: requests are denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_responses: Option<bool>,
+    /// How long a call waits for a permission answer, in ms (default 300000;
+    /// then it is denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_timeout_ms: Option<u64>,
+}
+
+/// How much the model may do unasked.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    /// Everything in the workspace is allowed (default).
+    #[default]
+    FullAuto,
+    /// File edits allowed; bash needs approval.
+    AutoEdit,
+    /// Reads allowed; writes and bash need approval.
+    Suggest,
+    /// Reads only; the model writes a plan, which ends the send.
+    Plan,
+}
+
+/// `config.permissions`: rule lists, each rule `tool` or `tool(glob)`, e.g.
+/// `bash(git push*)`, `write_file(.env*)`, `read_file(secrets/**)`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct PermissionRules {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default)]
+    pub ask: Vec<String>,
 }
 
 /// `send`: `{type, id, message}`.
@@ -263,9 +309,7 @@ impl Usage {
     /// Adds `other` into `self` (saturating).
     pub fn add(&mut self, other: &Usage) {
         self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
-        self.completion_tokens = self
-            .completion_tokens
-            .saturating_add(other.completion_tokens);
+        self.completion_tokens = self.completion_tokens.saturating_add(other.completion_tokens);
         self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
     }
 }
@@ -359,12 +403,7 @@ pub struct ErrorEnvelope {
 impl ErrorEnvelope {
     /// A non-retryable error without details.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ErrorEnvelope {
-            code,
-            message: message.into(),
-            retryable: false,
-            details: None,
-        }
+        ErrorEnvelope { code, message: message.into(), retryable: false, details: None }
     }
 
     /// The envelope of a cancelled send: `{code:"cancelled", message:"cancelled", retryable:false}`.
@@ -405,51 +444,27 @@ pub struct DecodeError {
 /// unknown `type`, missing or mistyped fields. The error keeps the line's `id`
 /// whenever the line was a JSON object with a string (or number) `id`.
 pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
-    let value: Value = serde_json::from_slice(line).map_err(|e| DecodeError {
-        id: UNKNOWN_ID.to_owned(),
-        message: format!("invalid JSON: {e}"),
-    })?;
+    let value: Value = serde_json::from_slice(line)
+        .map_err(|e| DecodeError { id: UNKNOWN_ID.to_owned(), message: format!("invalid JSON: {e}") })?;
     let Value::Object(map) = &value else {
-        return Err(DecodeError {
-            id: UNKNOWN_ID.to_owned(),
-            message: "a request must be a JSON object".to_owned(),
-        });
+        return Err(DecodeError { id: UNKNOWN_ID.to_owned(), message: "a request must be a JSON object".to_owned() });
     };
     let id = match map.get("id") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => {
-            return Err(DecodeError {
-                id: n.to_string(),
-                message: "field `id` must be a string".to_owned(),
-            });
+            return Err(DecodeError { id: n.to_string(), message: "field `id` must be a string".to_owned() });
         }
         Some(_) => {
-            return Err(DecodeError {
-                id: UNKNOWN_ID.to_owned(),
-                message: "field `id` must be a string".to_owned(),
-            });
+            return Err(DecodeError { id: UNKNOWN_ID.to_owned(), message: "field `id` must be a string".to_owned() });
         }
         None => {
-            return Err(DecodeError {
-                id: UNKNOWN_ID.to_owned(),
-                message: "missing field `id`".to_owned(),
-            });
+            return Err(DecodeError { id: UNKNOWN_ID.to_owned(), message: "missing field `id`".to_owned() });
         }
     };
-    let fail = |message: String| DecodeError {
-        id: id.clone(),
-        message,
-    };
+    let fail = |message: String| DecodeError { id: id.clone(), message };
     match map.get("type") {
         Some(Value::String(t)) => {
-            const KNOWN: [&str; 6] = [
-                "init",
-                "send",
-                "status",
-                "cancel",
-                "shutdown",
-                "permission_response",
-            ];
+            const KNOWN: [&str; 6] = ["init", "send", "status", "cancel", "shutdown", "permission_response"];
             if !KNOWN.contains(&t.as_str()) {
                 return Err(fail(format!("unknown request type {t:?}")));
             }
@@ -464,14 +479,11 @@ pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
 /// compatible when the MAJOR numbers match (semver). Returns the mismatch
 /// message, phrased as in the protocol document, when they do not.
 pub fn check_version(requested: &str) -> Result<(), String> {
-    let ours = semver::Version::parse(PROTOCOL_VERSION.trim())
-        .map_err(|e| format!("bad PROTOCOL_VERSION: {e}"))?;
+    let ours = semver::Version::parse(PROTOCOL_VERSION.trim()).map_err(|e| format!("bad PROTOCOL_VERSION: {e}"))?;
     match semver::Version::parse(requested.trim()) {
         Ok(theirs) if theirs.major == ours.major => Ok(()),
         Ok(_) => Err(format!("Client requested {requested}, server is {ours}")),
-        Err(e) => Err(format!(
-            "Client requested {requested:?}, which is not a semver version ({e}); server is {ours}"
-        )),
+        Err(e) => Err(format!("Client requested {requested:?}, which is not a semver version ({e}); server is {ours}")),
     }
 }
 
@@ -520,18 +532,10 @@ mod tests {
 
     #[test]
     fn decode_rejects_unknown_type_and_garbage() {
-        assert_eq!(
-            decode_request(br#"{"type":"nope","id":"x"}"#)
-                .unwrap_err()
-                .id,
-            "x"
-        );
+        assert_eq!(decode_request(br#"{"type":"nope","id":"x"}"#).unwrap_err().id, "x");
         assert_eq!(decode_request(b"{not json").unwrap_err().id, "unknown");
         assert_eq!(decode_request(b"[1,2]").unwrap_err().id, "unknown");
-        assert_eq!(
-            decode_request(br#"{"id":"q"}"#).unwrap_err().message,
-            "missing field `type`"
-        );
+        assert_eq!(decode_request(br#"{"id":"q"}"#).unwrap_err().message, "missing field `type`");
     }
 
     #[test]
@@ -562,17 +566,10 @@ mod tests {
             }
         }
         assert_eq!(seqs, vec![0, 1, 0, 2]);
-        let mut done = Response::Result(SendResult::error(
-            "a",
-            ErrorEnvelope::cancelled(),
-            Correlation::default(),
-        ));
+        let mut done = Response::Result(SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default()));
         s.stamp(&mut done);
         let mut again = ev("a");
         s.stamp(&mut again);
-        assert!(matches!(
-            again,
-            Response::Event(EventMsg { event_seq: 0, .. })
-        ));
+        assert!(matches!(again, Response::Event(EventMsg { event_seq: 0, .. })));
     }
 }

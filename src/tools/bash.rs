@@ -85,10 +85,7 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     if args.command.trim().is_empty() {
         return ToolOutput::error("command is empty");
     }
-    let timeout_ms = args
-        .timeout_ms
-        .unwrap_or(DEFAULT_TIMEOUT_MS)
-        .clamp(1, MAX_TIMEOUT_MS);
+    let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
     let (reader, writer) = match std::io::pipe() {
         Ok(p) => p,
         Err(e) => return ToolOutput::error(format!("cannot create a pipe: {e}")),
@@ -144,10 +141,7 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     }
     let status = match &end {
         End::Exited(s) => Some(*s),
-        _ => tokio::time::timeout(Duration::from_secs(2), child.wait())
-            .await
-            .ok()
-            .and_then(Result::ok),
+        _ => tokio::time::timeout(Duration::from_secs(2), child.wait()).await.ok().and_then(Result::ok),
     };
     // Whatever is still in the pipe, bounded in time.
     let drain_until = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
@@ -163,19 +157,13 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     }
     match end {
         End::TimedOut => {
-            text.push_str(&format!(
-                "[timed out after {timeout_ms} ms; the process group was killed]\n"
-            ));
+            text.push_str(&format!("[timed out after {timeout_ms} ms; the process group was killed]\n"));
             ToolOutput::error(text)
         }
         _ => {
             let (line, failed) = describe(status);
             text.push_str(&format!("[{line}]\n"));
-            if failed {
-                ToolOutput::error(text)
-            } else {
-                ToolOutput::ok(text)
-            }
+            if failed { ToolOutput::error(text) } else { ToolOutput::ok(text) }
         }
     }
 }
@@ -237,10 +225,7 @@ impl HeadTail {
         if self.dropped_bytes == 0 {
             return head + &tail;
         }
-        format!(
-            "{head}\n[... {} lines ({} bytes) omitted ...]\n{tail}",
-            self.dropped_newlines, self.dropped_bytes
-        )
+        format!("{head}\n[... {} lines ({} bytes) omitted ...]\n{tail}", self.dropped_newlines, self.dropped_bytes)
     }
 }
 

@@ -61,37 +61,23 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     };
     let crlf = content.contains("\r\n");
     let (old, new) = if crlf && !args.old_string.contains("\r\n") {
-        (
-            args.old_string.replace('\n', "\r\n"),
-            args.new_string.replace('\n', "\r\n"),
-        )
+        (args.old_string.replace('\n', "\r\n"), args.new_string.replace('\n', "\r\n"))
     } else {
         (args.old_string.clone(), args.new_string.clone())
     };
     let starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
     if starts.is_empty() {
-        return ToolOutput::error(format!(
-            "{shown}: old_string not found. {}",
-            near_miss(&content, &args.old_string)
-        ));
+        return ToolOutput::error(format!("{shown}: old_string not found. {}", near_miss(&content, &args.old_string)));
     }
     if starts.len() > 1 && !args.replace_all {
-        let lines: Vec<String> = starts
-            .iter()
-            .take(20)
-            .map(|&i| line_of(&content, i).to_string())
-            .collect();
+        let lines: Vec<String> = starts.iter().take(20).map(|&i| line_of(&content, i).to_string()).collect();
         return ToolOutput::error(format!(
             "{shown}: old_string matches {} times (lines {}); add surrounding context to make it unique, or set replace_all",
             starts.len(),
             lines.join(", ")
         ));
     }
-    let updated = if args.replace_all {
-        content.replace(&old, &new)
-    } else {
-        content.replacen(&old, &new, 1)
-    };
+    let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
     if let Err(e) = write_atomic(&path, updated.as_bytes()) {
         return ToolOutput::error(format!("{shown}: write failed: {e}"));
     }
@@ -115,8 +101,7 @@ fn read_text(path: &std::path::Path) -> Result<String, String> {
         return Err(format!("{len} bytes, over the {MAX_FILE_BYTES} byte limit"));
     }
     let mut bytes = Vec::with_capacity(len as usize);
-    f.read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read: {e}"))?;
+    f.read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Err("binary file; edit_file only edits text".to_owned());
     }
@@ -125,11 +110,7 @@ fn read_text(path: &std::path::Path) -> Result<String, String> {
 
 /// 1-based line number of byte offset `at`.
 fn line_of(content: &str, at: usize) -> usize {
-    content.as_bytes()[..at]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+    content.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1
 }
 
 /// Lines `first-2 ..= first+count+1`, numbered.
@@ -156,11 +137,7 @@ fn near_miss(content: &str, old: &str) -> String {
         if t.is_empty() || t.len() > needle.len() * 3 + 16 || needle.len() > t.len() * 3 + 16 {
             continue;
         }
-        let score = if t == needle {
-            1.0
-        } else {
-            strsim::normalized_levenshtein(t, needle)
-        };
+        let score = if t == needle { 1.0 } else { strsim::normalized_levenshtein(t, needle) };
         if best.is_none_or(|(s, _, _)| score > s) {
             best = Some((score, i + 1, line));
         }

@@ -58,17 +58,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         Ok(g) => g.compile_matcher(),
         Err(e) => return ToolOutput::error(format!("invalid glob pattern {pattern:?}: {e}")),
     };
-    let wants_hidden = pattern
-        .split('/')
-        .any(|part| part.starts_with('.') && part != "." && part != "..");
+    let wants_hidden = pattern.split('/').any(|part| part.starts_with('.') && part != "." && part != "..");
     let found: Mutex<Vec<(SystemTime, PathBuf)>> = Mutex::new(Vec::new());
     let cancelled = AtomicBool::new(false);
-    WalkBuilder::new(&root)
-        .require_git(false)
-        .hidden(!wants_hidden)
-        .threads(walk_threads())
-        .build_parallel()
-        .run(|| {
+    WalkBuilder::new(&root).require_git(false).hidden(!wants_hidden).threads(walk_threads()).build_parallel().run(
+        || {
             let matcher = &matcher;
             let found = &found;
             let cancelled = &cancelled;
@@ -82,37 +76,28 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
                 let Ok(entry) = entry else {
                     return WalkState::Continue;
                 };
-                if !entry
-                    .file_type()
-                    .is_some_and(|t| t.is_file() || t.is_symlink())
-                {
+                if !entry.file_type().is_some_and(|t| t.is_file() || t.is_symlink()) {
                     return WalkState::Continue;
                 }
                 let Ok(rel) = entry.path().strip_prefix(root) else {
                     return WalkState::Continue;
                 };
                 if matcher.is_match(rel) {
-                    let mtime = entry
-                        .metadata()
-                        .ok()
-                        .and_then(|m| m.modified().ok())
-                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    let mtime = entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
                     if let Ok(mut f) = found.lock() {
                         f.push((mtime, entry.into_path()));
                     }
                 }
                 WalkState::Continue
             })
-        });
+        },
+    );
     if cancelled.load(Ordering::Relaxed) {
         return ToolOutput::error("cancelled");
     }
     let mut found = found.into_inner().unwrap_or_default();
     if found.is_empty() {
-        return ToolOutput::ok(format!(
-            "no files match {pattern:?} under {}",
-            ctx.display(&root)
-        ));
+        return ToolOutput::ok(format!("no files match {pattern:?} under {}", ctx.display(&root)));
     }
     found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let total = found.len();
@@ -131,7 +116,5 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
 
 /// Walker threads: the machine's cores, at most 12 (ripgrep's choice).
 pub(crate) fn walk_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get().min(12))
-        .unwrap_or(2)
+    std::thread::available_parallelism().map(|n| n.get().min(12)).unwrap_or(2)
 }

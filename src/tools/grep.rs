@@ -12,9 +12,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{
-    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
-};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::overrides::OverrideBuilder;
 use ignore::{WalkBuilder, WalkState};
 use serde::Deserialize;
@@ -113,11 +111,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     let mut walk = WalkBuilder::new(&root);
     walk.require_git(false).threads(walk_threads());
     if let Some(g) = args.glob.as_deref().filter(|g| !g.trim().is_empty()) {
-        let base = if root.is_dir() {
-            root.clone()
-        } else {
-            root.parent().map(Path::to_path_buf).unwrap_or_default()
-        };
+        let base = if root.is_dir() { root.clone() } else { root.parent().map(Path::to_path_buf).unwrap_or_default() };
         let mut ob = OverrideBuilder::new(base);
         if let Err(e) = ob.add(g.trim()) {
             return ToolOutput::error(format!("invalid glob {g:?}: {e}"));
@@ -140,20 +134,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
-            .before_context(if mode == OutputMode::Content {
-                before
-            } else {
-                0
-            })
-            .after_context(if mode == OutputMode::Content {
-                after
-            } else {
-                0
-            })
+            .before_context(if mode == OutputMode::Content { before } else { 0 })
+            .after_context(if mode == OutputMode::Content { after } else { 0 })
             .build();
         let matcher = matcher.clone();
-        let (total, capped, cancelled, hits, cancel) =
-            (&total, &capped, &cancelled, &hits, ctx.cancel.clone());
+        let (total, capped, cancelled, hits, cancel) = (&total, &capped, &cancelled, &hits, ctx.cancel.clone());
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 cancelled.store(true, Ordering::Relaxed);
@@ -169,28 +154,14 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
                 return WalkState::Continue;
             }
             let shown = ctx.display(entry.path());
-            let mut sink = HitSink {
-                shown: &shown,
-                mode,
-                text: String::new(),
-                count: 0,
-                total,
-                capped,
-            };
-            if searcher
-                .search_path(&matcher, entry.path(), &mut sink)
-                .is_err()
-            {
+            let mut sink = HitSink { shown: &shown, mode, text: String::new(), count: 0, total, capped };
+            if searcher.search_path(&matcher, entry.path(), &mut sink).is_err() {
                 return WalkState::Continue;
             }
             if sink.count > 0 {
                 let (text, count) = (sink.text, sink.count);
                 if let Ok(mut h) = hits.lock() {
-                    h.push(FileHits {
-                        path: entry.into_path(),
-                        text,
-                        count,
-                    });
+                    h.push(FileHits { path: entry.into_path(), text, count });
                 }
             }
             WalkState::Continue
@@ -201,11 +172,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     }
     let mut hits = hits.into_inner().unwrap_or_default();
     if hits.is_empty() {
-        return ToolOutput::ok(format!(
-            "no matches for {:?} under {}",
-            args.pattern,
-            ctx.display(&root)
-        ));
+        return ToolOutput::ok(format!("no matches for {:?} under {}", args.pattern, ctx.display(&root)));
     }
     hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let mut out = String::new();
@@ -224,17 +191,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         let lines = out.lines().count();
         if lines > limit {
             let cut: String = out.lines().take(limit).flat_map(|l| [l, "\n"]).collect();
-            out = format!(
-                "{cut}[{} more lines not shown (head_limit={limit})]\n",
-                lines - limit
-            );
+            out = format!("{cut}[{} more lines not shown (head_limit={limit})]\n", lines - limit);
         }
     }
     if capped.load(Ordering::Relaxed) {
-        let _ = writeln!(
-            out,
-            "[stopped after {MAX_MATCHES} matching lines; narrow the pattern, path or glob]"
-        );
+        let _ = writeln!(out, "[stopped after {MAX_MATCHES} matching lines; narrow the pattern, path or glob]");
     }
     ToolOutput::ok(out)
 }
@@ -253,13 +214,7 @@ impl HitSink<'_> {
         let line = String::from_utf8_lossy(bytes);
         let line = line.trim_end_matches(['\n', '\r']);
         let cut = super::floor_char_boundary(line, MAX_LINE_CHARS);
-        let _ = write!(
-            self.text,
-            "{}{sep}{}{sep}{}",
-            self.shown,
-            number.unwrap_or(0),
-            &line[..cut]
-        );
+        let _ = write!(self.text, "{}{sep}{}{sep}{}", self.shown, number.unwrap_or(0), &line[..cut]);
         if cut < line.len() {
             self.text.push_str(" [...]");
         }

@@ -22,14 +22,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// Every tool pirn knows, in the order they are advertised.
-pub const ALL_TOOLS: [&str; 6] = [
-    "read_file",
-    "write_file",
-    "edit_file",
-    "glob",
-    "grep",
-    "bash",
-];
+pub const ALL_TOOLS: [&str; 6] = ["read_file", "write_file", "edit_file", "glob", "grep", "bash"];
 
 /// Most bytes of one tool result sent to the model (head and tail kept).
 pub const MAX_RESULT_BYTES: usize = 48 * 1024;
@@ -48,18 +41,12 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful result.
     pub fn ok(text: impl Into<String>) -> Self {
-        ToolOutput {
-            text: text.into(),
-            is_error: false,
-        }
+        ToolOutput { text: text.into(), is_error: false }
     }
 
     /// A failed result; `text` is what the model reads.
     pub fn error(text: impl Into<String>) -> Self {
-        ToolOutput {
-            text: text.into(),
-            is_error: true,
-        }
+        ToolOutput { text: text.into(), is_error: true }
     }
 }
 
@@ -88,11 +75,7 @@ impl ToolContext {
         if raw.contains('\0') {
             return Err("path contains a NUL byte".to_owned());
         }
-        let joined = if Path::new(raw).is_absolute() {
-            PathBuf::from(raw)
-        } else {
-            self.workspace.join(raw)
-        };
+        let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.workspace.join(raw) };
         let lexical = normalize(&joined);
         let real = canonicalize_existing_prefix(&lexical);
         if self.is_allowed(&real) {
@@ -189,21 +172,10 @@ pub fn specs(enabled: &[String]) -> Vec<Value> {
 /// Runs tool `name` with raw JSON `arguments`. Never panics on input: unknown
 /// or disabled tools, arguments that are not JSON or miss fields all come
 /// back as error outputs for the model.
-pub async fn execute(
-    name: &str,
-    arguments: &str,
-    enabled: &[String],
-    ctx: &ToolContext,
-) -> ToolOutput {
+pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &ToolContext) -> ToolOutput {
     if !enabled.iter().any(|e| e == name) || !ALL_TOOLS.contains(&name) {
-        let list = if enabled.is_empty() {
-            "none".to_owned()
-        } else {
-            enabled.join(", ")
-        };
-        return ToolOutput::error(format!(
-            "unknown tool {name:?}: the tools available are {list}"
-        ));
+        let list = if enabled.is_empty() { "none".to_owned() } else { enabled.join(", ") };
+        return ToolOutput::error(format!("unknown tool {name:?}: the tools available are {list}"));
     }
     let out = match name {
         "read_file" => run(arguments, ctx, read_file::run).await,
@@ -216,10 +188,7 @@ pub async fn execute(
             Err(e) => e,
         },
     };
-    ToolOutput {
-        text: cap_output(out.text, MAX_RESULT_BYTES),
-        is_error: out.is_error,
-    }
+    ToolOutput { text: cap_output(out.text, MAX_RESULT_BYTES), is_error: out.is_error }
 }
 
 /// Parses the arguments, then runs a blocking file tool off the async
@@ -241,12 +210,12 @@ where
 }
 
 fn parse_args<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolOutput> {
-    let text = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    serde_json::from_str(text).map_err(|e| ToolOutput::error(format!("invalid arguments: {e}. Arguments must be a JSON object matching the tool's parameters.")))
+    let text = if arguments.trim().is_empty() { "{}" } else { arguments };
+    serde_json::from_str(text).map_err(|e| {
+        ToolOutput::error(format!(
+            "invalid arguments: {e}. Arguments must be a JSON object matching the tool's parameters."
+        ))
+    })
 }
 
 /// Cuts `text` to at most `max` bytes keeping its head and tail, with a
@@ -260,12 +229,7 @@ pub fn cap_output(text: String, max: usize) -> String {
     let tail_start = ceil_char_boundary(&text, text.len() - half);
     let omitted = &text[head_end..tail_start];
     let lines = omitted.bytes().filter(|b| *b == b'\n').count();
-    format!(
-        "{}\n[... {lines} lines ({} bytes) omitted ...]\n{}",
-        &text[..head_end],
-        omitted.len(),
-        &text[tail_start..]
-    )
+    format!("{}\n[... {lines} lines ({} bytes) omitted ...]\n{}", &text[..head_end], omitted.len(), &text[tail_start..])
 }
 
 /// At most [`PREVIEW_CHARS`] characters of a result, for `tool_end`.
@@ -298,11 +262,7 @@ mod tests {
     use super::*;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.canonicalize().unwrap(),
-            allowed_paths: vec![],
-            cancel: CancellationToken::new(),
-        }
+        ToolContext { workspace: dir.canonicalize().unwrap(), allowed_paths: vec![], cancel: CancellationToken::new() }
     }
 
     #[test]

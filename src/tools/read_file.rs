@@ -75,9 +75,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     match reader.fill_buf() {
-        Ok(head) if head[..head.len().min(8192)].contains(&0) => {
+        Ok(head) if head[..head.len().min(8192)].contains(&0) || infer::get(head).is_some_and(|k| !is_text(k)) => {
+            let kind = match infer::get(head) {
+                Some(k) => format!("{} ({})", k.mime_type(), k.extension()),
+                None => "binary data".to_owned(),
+            };
             return ToolOutput::error(format!(
-                "{shown} is a binary file ({} bytes); read_file only reads text",
+                "{shown} is a binary file: {kind}, {} bytes; read_file only reads text",
                 meta.len()
             ));
         }
@@ -92,18 +96,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        match reader
-            .by_ref()
-            .take(MAX_FILE_BYTES)
-            .read_until(b'\n', &mut buf)
-        {
+        match reader.by_ref().take(MAX_FILE_BYTES).read_until(b'\n', &mut buf) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
-                return ToolOutput::error(format!(
-                    "{shown}: read failed at line {}: {e}",
-                    line_no + 1
-                ));
+                return ToolOutput::error(format!("{shown}: read failed at line {}: {e}", line_no + 1));
             }
         }
         line_no += 1;
@@ -119,10 +116,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         match text.char_indices().nth(MAX_LINE_CHARS) {
             Some((cut, _)) => {
                 out.push_str(&text[..cut]);
-                out.push_str(&format!(
-                    " [... line cut at {MAX_LINE_CHARS} of {} characters]",
-                    text.chars().count()
-                ));
+                out.push_str(&format!(" [... line cut at {MAX_LINE_CHARS} of {} characters]", text.chars().count()));
             }
             None => out.push_str(text),
         }
@@ -134,26 +128,23 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         return ToolOutput::ok(format!("{shown} is empty"));
     }
     if offset > total {
-        return ToolOutput::error(format!(
-            "{shown} has {total} lines; offset {offset} is past the end"
-        ));
+        return ToolOutput::error(format!("{shown} has {total} lines; offset {offset} is past the end"));
     }
     let last = offset + shown_lines - 1;
     if last < total {
-        out.push_str(&format!(
-            "[showing lines {offset}-{last} of {total}; read on with offset={}]\n",
-            last + 1
-        ));
+        out.push_str(&format!("[showing lines {offset}-{last} of {total}; read on with offset={}]\n", last + 1));
     }
     ToolOutput::ok(out)
+}
+
+/// Types `infer` recognises that are still text (XML, HTML, shell scripts…).
+fn is_text(kind: infer::Type) -> bool {
+    kind.mime_type().starts_with("text/") || matches!(kind.extension(), "xml" | "html" | "sh" | "json" | "svg")
 }
 
 /// Opens for reading without following a symlink in the last component
 /// (the path was already resolved; this closes the swap-in race).
 pub(crate) fn open_nofollow(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)
 }

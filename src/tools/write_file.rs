@@ -56,31 +56,16 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
 /// Writes `bytes` to a temp file beside `path`, fsyncs it, gives it the old
 /// file's permissions (if any) and renames it over `path`.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
+    let dir = path.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
     std::fs::create_dir_all(dir)?;
     if path.is_dir() {
         return Err(std::io::Error::other("a directory exists at that path"));
     }
-    let old_perms = std::fs::symlink_metadata(path)
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| m.permissions());
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.pirn-{}-{}.tmp",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
+    let old_perms = std::fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.permissions());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.pirn-{}-{}.tmp", std::process::id(), uuid::Uuid::new_v4().simple()));
     let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         if let Some(p) = old_perms {

@@ -12,11 +12,12 @@ use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
+use crate::approval::AnswerError;
 use crate::session::{Outbox, SendRejected, Session, SessionSettings};
 use crate::transport::writer::{self, Format};
 use crate::wire::{
-    self, DecodeError, ErrorCode, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES,
-    PROTOCOL_VERSION, Request, Response, SendResult, UNKNOWN_ID,
+    self, DecodeError, ErrorCode, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES, PROTOCOL_VERSION,
+    Request, Response, SendResult, UNKNOWN_ID,
 };
 
 /// Exit code when stdout was closed by the reader.
@@ -25,28 +26,18 @@ pub const EXIT_STDOUT_CLOSED: i32 = 3;
 /// Runs the worker until shutdown; returns the process exit code.
 pub async fn serve() -> i32 {
     let w = writer::spawn(std::io::stdout(), Format::Jsonl);
-    let mut worker = Worker {
-        outbox: w.outbox.clone(),
-        session: None,
-    };
+    let mut worker = Worker { outbox: w.outbox.clone(), session: None };
     let end = worker.read_loop(tokio::io::stdin(), w.dead.clone()).await;
     if let Some(session) = worker.session.take() {
         session.shutdown().await;
     }
     if let End::Shutdown(id) = &end {
-        let _ = worker
-            .outbox
-            .send(Response::ShutdownOk(IdOnly { id: id.clone() }))
-            .await;
+        let _ = worker.outbox.send(Response::ShutdownOk(IdOnly { id: id.clone() })).await;
     }
     drop(worker);
     drop(w.outbox);
     let report = w.thread.join().unwrap_or_default();
-    if report.error.is_some() || end == End::StdoutClosed {
-        EXIT_STDOUT_CLOSED
-    } else {
-        0
-    }
+    if report.error.is_some() || end == End::StdoutClosed { EXIT_STDOUT_CLOSED } else { 0 }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -75,11 +66,7 @@ impl Worker {
         let mut eof = false;
         loop {
             loop {
-                let item = if eof {
-                    codec.decode_eof(&mut buf)
-                } else {
-                    codec.decode(&mut buf)
-                };
+                let item = if eof { codec.decode_eof(&mut buf) } else { codec.decode(&mut buf) };
                 match item {
                     Ok(Some(line)) => {
                         if let Some(end) = self.handle_line(line.as_bytes()).await {
@@ -95,11 +82,8 @@ impl Worker {
                         .await;
                     }
                     Err(LinesCodecError::Io(e)) => {
-                        self.protocol_error(
-                            UNKNOWN_ID.to_owned(),
-                            format!("request line is not valid UTF-8 ({e})"),
-                        )
-                        .await;
+                        self.protocol_error(UNKNOWN_ID.to_owned(), format!("request line is not valid UTF-8 ({e})"))
+                            .await;
                     }
                 }
             }
@@ -131,30 +115,22 @@ impl Worker {
             }
         };
         match request {
-            Request::Init(init) => self.init(init).await,
+            Request::Init(init) => self.init(*init).await,
             Request::Shutdown(IdOnly { id }) => return Some(End::Shutdown(id)),
             other => {
                 let Some(session) = &self.session else {
-                    self.protocol_error(
-                        other.id().to_owned(),
-                        "not initialized: send init first".to_owned(),
-                    )
-                    .await;
+                    self.protocol_error(other.id().to_owned(), "not initialized: send init first".to_owned()).await;
                     return None;
                 };
                 match other {
                     Request::Send(s) => match session.send(s.id.clone(), s.message) {
                         Ok(()) => {}
                         Err(SendRejected::DuplicateId) => {
-                            self.protocol_error(
-                                s.id,
-                                "a send with this id is already queued or running".to_owned(),
-                            )
-                            .await;
+                            self.protocol_error(s.id, "a send with this id is already queued or running".to_owned())
+                                .await;
                         }
                         Err(SendRejected::Closing) => {
-                            self.protocol_error(s.id, "the session is shutting down".to_owned())
-                                .await;
+                            self.protocol_error(s.id, "the session is shutting down".to_owned()).await;
                         }
                     },
                     Request::Status(IdOnly { id }) => {
@@ -165,12 +141,20 @@ impl Worker {
                         session.cancel(&c.target_id).await;
                     }
                     Request::PermissionResponse(p) => {
-                        self.protocol_error(
-                            p.id,
-                            "permission_response needs config.permission_responses: true in init"
-                                .to_owned(),
-                        )
-                        .await;
+                        let refusal = if !session.settings().permission_responses {
+                            Some("permission_response needs config.permission_responses: true in init")
+                        } else {
+                            match session.answer_permission(&p.request_id, p.decision) {
+                                Ok(()) => None,
+                                Err(AnswerError::Unknown) => Some("no permission request with this request_id"),
+                                Err(AnswerError::AlreadyAnswered) => {
+                                    Some("this permission request was already answered or has expired")
+                                }
+                            }
+                        };
+                        if let Some(message) = refusal {
+                            self.protocol_error(p.id, message.to_owned()).await;
+                        }
                     }
                     Request::Init(_) | Request::Shutdown(_) => {}
                 }
@@ -181,8 +165,7 @@ impl Worker {
 
     async fn init(&mut self, init: InitRequest) {
         if self.session.is_some() {
-            self.protocol_error(init.id, "already initialized".to_owned())
-                .await;
+            self.protocol_error(init.id, "already initialized".to_owned()).await;
             return;
         }
         if let Some(requested) = &init.protocol_version
@@ -192,10 +175,7 @@ impl Worker {
                 id: init.id,
                 session_id: String::new(),
                 protocol_version: PROTOCOL_VERSION.to_owned(),
-                error: Some(ErrorEnvelope::new(
-                    ErrorCode::ProtocolVersionMismatch,
-                    message,
-                )),
+                error: Some(ErrorEnvelope::new(ErrorCode::ProtocolVersionMismatch, message)),
             };
             let _ = self.outbox.send(Response::InitOk(reply)).await;
             return;
@@ -211,24 +191,13 @@ impl Worker {
                 self.session = Some(Session::start(settings, self.outbox.clone()));
                 let _ = self.outbox.send(Response::InitOk(reply)).await;
             }
-            Err(message) => {
-                self.protocol_error(init.id, format!("invalid init: {message}"))
-                    .await
-            }
+            Err(message) => self.protocol_error(init.id, format!("invalid init: {message}")).await,
         }
     }
 
     async fn protocol_error(&self, id: String, message: String) {
-        let correlation = self
-            .session
-            .as_ref()
-            .map(|s| s.settings().correlation.clone())
-            .unwrap_or_default();
-        let result = SendResult::error(
-            id,
-            ErrorEnvelope::new(ErrorCode::ProtocolError, message),
-            correlation,
-        );
+        let correlation = self.session.as_ref().map(|s| s.settings().correlation.clone()).unwrap_or_default();
+        let result = SendResult::error(id, ErrorEnvelope::new(ErrorCode::ProtocolError, message), correlation);
         let _ = self.outbox.send(Response::Result(result)).await;
     }
 }

@@ -64,11 +64,7 @@ pub fn spawn<W: Write + Send + 'static>(out: W, format: Format) -> Writer {
             tracing::error!("cannot start the writer thread: {e}");
             std::process::exit(70)
         });
-    Writer {
-        outbox: tx,
-        dead,
-        thread,
-    }
+    Writer { outbox: tx, dead, thread }
 }
 
 fn write_loop<W: Write>(mut rx: mpsc::Receiver<Response>, out: W, format: Format) -> WriterReport {
@@ -122,18 +118,9 @@ fn write_text<W: Write>(out: &mut W, msg: &Response) -> io::Result<()> {
                 eprintln!("\n[tool] {name} {args}");
                 Ok(())
             }
-            Event::ToolEnd {
-                name,
-                result_preview,
-                is_error,
-                ..
-            } => {
+            Event::ToolEnd { name, result_preview, is_error, .. } => {
                 let first = result_preview.lines().next().unwrap_or("");
-                let mark = if *is_error == Some(true) {
-                    "failed"
-                } else {
-                    "done"
-                };
+                let mark = if *is_error == Some(true) { "failed" } else { "done" };
                 eprintln!("[tool] {name} {mark}: {first}");
                 Ok(())
             }

@@ -13,8 +13,7 @@ async fn one_send(
 ) -> (Vec<serde_json::Value>, serde_json::Value, MockServer) {
     let mock = MockServer::start(script).await;
     let (mut w, _) = Worker::ready(&mock.base_url(), &[], extra).await;
-    w.write(json!({"type":"send","id":"s","message":"go"}))
-        .await;
+    w.write(json!({"type":"send","id":"s","message":"go"})).await;
     let (events, r) = w.result_for("s").await;
     (events, r, mock)
 }
@@ -30,11 +29,7 @@ fn error_event(events: &[serde_json::Value]) -> serde_json::Value {
 
 #[tokio::test]
 async fn http_500_is_a_retryable_provider_error_with_the_status() {
-    let (events, r, mock) = one_send(
-        vec![Reply::status(500, r#"{"error":{"message":"boom"}}"#)],
-        json!({}),
-    )
-    .await;
+    let (events, r, mock) = one_send(vec![Reply::status(500, r#"{"error":{"message":"boom"}}"#)], json!({})).await;
     let e = error_event(&events);
     assert_eq!(e["code"], "provider_error");
     assert_eq!(e["retryable"], true);
@@ -49,14 +44,8 @@ async fn http_500_is_a_retryable_provider_error_with_the_status() {
 
 #[tokio::test]
 async fn http_401_is_not_retryable() {
-    let (events, r, _) = one_send(
-        vec![Reply::status(
-            401,
-            r#"{"error":{"message":"invalid api key"}}"#,
-        )],
-        json!({}),
-    )
-    .await;
+    let (events, r, _) =
+        one_send(vec![Reply::status(401, r#"{"error":{"message":"invalid api key"}}"#)], json!({})).await;
     assert_eq!(error_event(&events)["retryable"], false);
     assert_eq!(r["error"]["retryable"], false);
     assert_eq!(r["error"]["details"]["status"], 401);
@@ -64,15 +53,9 @@ async fn http_401_is_not_retryable() {
 
 #[tokio::test]
 async fn statuses_map_to_retryable_as_specified() {
-    for (code, retryable) in [
-        (400, false),
-        (403, false),
-        (404, false),
-        (422, false),
-        (408, true),
-        (409, true),
-        (502, true),
-    ] {
+    for (code, retryable) in
+        [(400, false), (403, false), (404, false), (422, false), (408, true), (409, true), (502, true)]
+    {
         let (_, r, _) = one_send(vec![Reply::status(code, "nope")], json!({})).await;
         assert_eq!(r["error"]["retryable"], retryable, "HTTP {code}: {r}");
         assert_eq!(r["error"]["details"]["status"], code);
@@ -81,13 +64,7 @@ async fn statuses_map_to_retryable_as_specified() {
 
 #[tokio::test]
 async fn a_dropped_stream_is_retryable_and_not_retried() {
-    let (events, r, mock) = one_send(
-        vec![Reply::Drop {
-            chunks: vec!["half an ans".into()],
-        }],
-        json!({}),
-    )
-    .await;
+    let (events, r, mock) = one_send(vec![Reply::Drop { chunks: vec!["half an ans".into()] }], json!({})).await;
     assert_eq!(names(&events)[0], "content_delta");
     assert_eq!(r["error"]["code"], "provider_error");
     assert_eq!(r["error"]["retryable"], true);
@@ -101,31 +78,19 @@ async fn connection_refused_is_retryable() {
         l.local_addr().unwrap().port()
     };
     let (mut w, _) = Worker::ready(&format!("http://127.0.0.1:{port}/v1"), &[], json!({})).await;
-    w.write(json!({"type":"send","id":"s","message":"go"}))
-        .await;
+    w.write(json!({"type":"send","id":"s","message":"go"})).await;
     let (events, r) = w.result_for("s").await;
     assert_eq!(error_event(&events)["retryable"], true);
     assert_eq!(r["error"]["code"], "provider_error");
-    assert!(
-        r["error"]["message"].as_str().unwrap().contains("connect"),
-        "{r}"
-    );
+    assert!(r["error"]["message"].as_str().unwrap().contains("connect"), "{r}");
 }
 
 #[tokio::test]
 async fn retry_after_is_honoured_for_429_and_503() {
     let (_, r, mock) = one_send(
         vec![
-            Reply::Status {
-                code: 429,
-                body: "slow down".into(),
-                retry_after: Some("0".into()),
-            },
-            Reply::Status {
-                code: 503,
-                body: "busy".into(),
-                retry_after: Some("1".into()),
-            },
+            Reply::Status { code: 429, body: "slow down".into(), retry_after: Some("0".into()) },
+            Reply::Status { code: 503, body: "busy".into(), retry_after: Some("1".into()) },
             Reply::text(&["made it"]),
         ],
         json!({}),
@@ -134,24 +99,13 @@ async fn retry_after_is_honoured_for_429_and_503() {
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["response"], "made it");
     assert_eq!(mock.requests().len(), 3);
-    assert!(
-        r["model_latency_ms"].as_u64().unwrap() >= 1000,
-        "waited Retry-After: {r}"
-    );
+    assert!(r["model_latency_ms"].as_u64().unwrap() >= 1000, "waited Retry-After: {r}");
 }
 
 #[tokio::test]
 async fn at_most_three_tries() {
-    let busy = || Reply::Status {
-        code: 503,
-        body: "busy".into(),
-        retry_after: Some("0".into()),
-    };
-    let (_, r, mock) = one_send(
-        vec![busy(), busy(), busy(), Reply::text(&["never"])],
-        json!({}),
-    )
-    .await;
+    let busy = || Reply::Status { code: 503, body: "busy".into(), retry_after: Some("0".into()) };
+    let (_, r, mock) = one_send(vec![busy(), busy(), busy(), Reply::text(&["never"])], json!({})).await;
     assert_eq!(r["error"]["code"], "provider_error");
     assert_eq!(r["error"]["details"]["status"], 503);
     assert_eq!(mock.requests().len(), 3);
@@ -160,20 +114,11 @@ async fn at_most_three_tries() {
 #[tokio::test]
 async fn a_stalled_stream_hits_the_idle_timeout() {
     let t = Instant::now();
-    let (_, r, _) = one_send(
-        vec![Reply::Stall {
-            chunks: vec!["x".into()],
-        }],
-        json!({"idle_timeout_ms": 300}),
-    )
-    .await;
+    let (_, r, _) = one_send(vec![Reply::Stall { chunks: vec!["x".into()] }], json!({"idle_timeout_ms": 300})).await;
     assert!(t.elapsed() < Duration::from_secs(5));
     assert_eq!(r["error"]["code"], "provider_error");
     assert_eq!(r["error"]["retryable"], true);
-    assert!(
-        r["error"]["message"].as_str().unwrap().contains("idle"),
-        "{r}"
-    );
+    assert!(r["error"]["message"].as_str().unwrap().contains("idle"), "{r}");
 }
 
 #[tokio::test]
@@ -185,28 +130,14 @@ async fn a_server_that_never_answers_hits_the_idle_timeout() {
 
 #[tokio::test]
 async fn garbage_in_the_stream_is_a_provider_error() {
-    let (_, r, _) = one_send(
-        vec![Reply::Raw {
-            body: "data: {not json\n\n".into(),
-        }],
-        json!({}),
-    )
-    .await;
+    let (_, r, _) = one_send(vec![Reply::Raw { body: "data: {not json\n\n".into() }], json!({})).await;
     assert_eq!(r["error"]["code"], "provider_error");
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("not valid JSON"),
-        "{r}"
-    );
+    assert!(r["error"]["message"].as_str().unwrap().contains("not valid JSON"), "{r}");
 }
 
 #[tokio::test]
 async fn max_iterations_ends_the_send() {
-    let script = (0..3)
-        .map(|i| Reply::tool("glob", json!({"pattern": format!("*.{i}")})))
-        .collect();
+    let script = (0..3).map(|i| Reply::tool("glob", json!({"pattern": format!("*.{i}")}))).collect();
     let (events, r, mock) = one_send(script, json!({"max_iterations": 2})).await;
     assert_eq!(r["error"]["code"], "max_iterations");
     assert_eq!(r["error"]["retryable"], false);
@@ -218,70 +149,34 @@ async fn max_iterations_ends_the_send() {
 #[tokio::test]
 async fn three_identical_iterations_are_a_loop() {
     let same = || Reply::tool("grep", json!({"pattern": "x", "path": "."}));
-    let (events, r, _) = one_send(
-        vec![same(), same(), same(), Reply::text(&["never"])],
-        json!({}),
-    )
-    .await;
+    let (events, r, _) = one_send(vec![same(), same(), same(), Reply::text(&["never"])], json!({})).await;
     assert_eq!(r["error"]["code"], "loop_detected");
     assert_eq!(r["error"]["retryable"], false);
     assert_eq!(r["iterations"], 3);
     assert_eq!(error_event(&events)["code"], "loop_detected");
-    assert_eq!(
-        names(&events).iter().filter(|n| *n == "tool_start").count(),
-        2,
-        "the third call is not run"
-    );
+    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 2, "the third call is not run");
 }
 
 #[tokio::test]
 async fn tool_mistakes_go_back_to_the_model() {
     let calls = vec![
-        MockCall {
-            name: "teleport".into(),
-            arguments: "{}".into(),
-        },
-        MockCall {
-            name: "read_file".into(),
-            arguments: "{\"file_path\": ".into(),
-        },
-        MockCall {
-            name: "read_file".into(),
-            arguments: "{\"path\": \"x\"}".into(),
-        },
-        MockCall {
-            name: "read_file".into(),
-            arguments: "{\"file_path\": \"missing.txt\"}".into(),
-        },
+        MockCall { name: "teleport".into(), arguments: "{}".into() },
+        MockCall { name: "read_file".into(), arguments: "{\"file_path\": ".into() },
+        MockCall { name: "read_file".into(), arguments: "{\"path\": \"x\"}".into() },
+        MockCall { name: "read_file".into(), arguments: "{\"file_path\": \"missing.txt\"}".into() },
     ];
     let (events, r, mock) = one_send(
-        vec![
-            Reply::ToolCalls {
-                calls,
-                usage: None,
-                text: Some("let me look".into()),
-            },
-            Reply::text(&["sorry"]),
-        ],
+        vec![Reply::ToolCalls { calls, usage: None, text: Some("let me look".into()) }, Reply::text(&["sorry"])],
         json!({}),
     )
     .await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["response"], "sorry");
-    let ends: Vec<_> = events
-        .iter()
-        .filter(|e| e["event"]["event"] == "tool_end")
-        .collect();
+    let ends: Vec<_> = events.iter().filter(|e| e["event"]["event"] == "tool_end").collect();
     assert_eq!(ends.len(), 4);
     assert!(ends.iter().all(|e| e["event"]["is_error"] == true));
-    let starts: Vec<_> = events
-        .iter()
-        .filter(|e| e["event"]["event"] == "tool_start")
-        .collect();
-    assert_eq!(
-        starts[1]["event"]["args"], "{\"file_path\": ",
-        "unparseable args are shown raw"
-    );
+    let starts: Vec<_> = events.iter().filter(|e| e["event"]["event"] == "tool_start").collect();
+    assert_eq!(starts[1]["event"]["args"], "{\"file_path\": ", "unparseable args are shown raw");
     let tool_msgs: Vec<String> = mock.requests()[1].body["messages"]
         .as_array()
         .unwrap()
@@ -289,42 +184,25 @@ async fn tool_mistakes_go_back_to_the_model() {
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect();
-    assert!(
-        tool_msgs[0].contains("unknown tool \"teleport\""),
-        "{tool_msgs:?}"
-    );
+    assert!(tool_msgs[0].contains("unknown tool \"teleport\""), "{tool_msgs:?}");
     assert!(tool_msgs[1].contains("not valid JSON"), "{tool_msgs:?}");
-    assert!(
-        tool_msgs[2].contains("missing field `file_path`"),
-        "{tool_msgs:?}"
-    );
+    assert!(tool_msgs[2].contains("missing field `file_path`"), "{tool_msgs:?}");
     assert!(tool_msgs[3].contains("no such file"), "{tool_msgs:?}");
 }
 
 #[tokio::test]
 async fn only_enabled_tools_are_advertised_and_run() {
     let (events, r, mock) = one_send(
-        vec![
-            Reply::tool("bash", json!({"command": "touch should-not-exist"})),
-            Reply::text(&["ok"]),
-        ],
+        vec![Reply::tool("bash", json!({"command": "touch should-not-exist"})), Reply::text(&["ok"])],
         json!({"tools": ["read_file"]}),
     )
     .await;
     assert_eq!(r["status"], "ok");
     let tools = mock.requests()[0].body["tools"].as_array().unwrap().len();
     assert_eq!(tools, 1);
-    let end = events
-        .iter()
-        .find(|e| e["event"]["event"] == "tool_end")
-        .unwrap();
+    let end = events.iter().find(|e| e["event"]["event"] == "tool_end").unwrap();
     assert_eq!(end["event"]["is_error"], true);
-    assert!(
-        end["event"]["result_preview"]
-            .as_str()
-            .unwrap()
-            .contains("available are read_file")
-    );
+    assert!(end["event"]["result_preview"].as_str().unwrap().contains("available are read_file"));
 }
 
 #[tokio::test]

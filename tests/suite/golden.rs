@@ -41,9 +41,7 @@ fn cases() -> Vec<PathBuf> {
 /// True when `line` contains every field of `want` (recursively).
 fn contains(line: &Value, want: &Value) -> bool {
     match (line, want) {
-        (Value::Object(l), Value::Object(w)) => w
-            .iter()
-            .all(|(k, v)| l.get(k).is_some_and(|lv| contains(lv, v))),
+        (Value::Object(l), Value::Object(w)) => w.iter().all(|(k, v)| l.get(k).is_some_and(|lv| contains(lv, v))),
         (l, w) => l == w,
     }
 }
@@ -53,22 +51,16 @@ fn normalize(v: &mut Value, workspace: &str) {
         Value::Object(map) => {
             for (k, val) in map.iter_mut() {
                 match (k.as_str(), &*val) {
-                    ("session_id", Value::String(s)) if !s.is_empty() => {
-                        *val = json!("<session_id>")
-                    }
+                    ("session_id", Value::String(s)) if !s.is_empty() => *val = json!("<session_id>"),
                     // host:port of the mock, whose port is ephemeral
                     ("provider", Value::String(_)) => *val = json!("<provider>"),
-                    (k, Value::Number(_)) if k.ends_with("_latency_ms") || k == "duration_ms" => {
-                        *val = json!(0)
-                    }
+                    (k, Value::Number(_)) if k.ends_with("_latency_ms") || k == "duration_ms" => *val = json!(0),
                     _ => normalize(val, workspace),
                 }
             }
         }
         Value::Array(items) => items.iter_mut().for_each(|i| normalize(i, workspace)),
-        Value::String(s) if !workspace.is_empty() && s.contains(workspace) => {
-            *s = s.replace(workspace, "$WORKSPACE")
-        }
+        Value::String(s) if !workspace.is_empty() && s.contains(workspace) => *s = s.replace(workspace, "$WORKSPACE"),
         _ => {}
     }
 }
@@ -88,8 +80,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Runs one case; returns (stdout lines, model requests), both normalised.
 async fn run_case(dir: &Path) -> (Vec<Value>, Value) {
-    let script: Vec<Reply> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("script.json")).unwrap()).unwrap();
+    let script: Vec<Reply> = serde_json::from_str(&std::fs::read_to_string(dir.join("script.json")).unwrap()).unwrap();
     let env: Vec<(String, String)> = std::fs::read_to_string(dir.join("env.json"))
         .ok()
         .map(|s| serde_json::from_str::<serde_json::Map<String, Value>>(&s).unwrap())
@@ -129,13 +120,7 @@ async fn run_case(dir: &Path) -> (Vec<Value>, Value) {
     w.close_stdin();
     while w.try_next(Duration::from_secs(20)).await.is_some() {}
     assert!(w.exit_code().await.is_some());
-    let ws = w
-        .workspace
-        .path()
-        .canonicalize()
-        .unwrap()
-        .display()
-        .to_string();
+    let ws = w.workspace.path().canonicalize().unwrap().display().to_string();
     let mut lines = w.seen.clone();
     lines.iter_mut().for_each(|l| normalize(l, &ws));
     let mut requests: Vec<Value> = mock
@@ -171,55 +156,34 @@ async fn golden_transcripts() {
         }
         let want = std::fs::read_to_string(dir.join("expected.jsonl")).unwrap_or_default();
         let want_requests = std::fs::read_to_string(dir.join("requests.json")).unwrap_or_default();
-        let want_lines: Vec<Value> = want
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let want_lines: Vec<Value> = want.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         if want_lines != lines {
-            failures.push(format!(
-                "{name}: stdout differs\n--- expected\n{want}--- got\n{got}"
-            ));
+            failures.push(format!("{name}: stdout differs\n--- expected\n{want}--- got\n{got}"));
         }
         let want_req: Value = serde_json::from_str(&want_requests).unwrap_or(Value::Null);
         if want_req != requests {
-            failures.push(format!("{name}: model requests differ\n--- expected\n{want_requests}--- got\n{got_requests}"));
+            failures
+                .push(format!("{name}: model requests differ\n--- expected\n{want_requests}--- got\n{got_requests}"));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{}\n(UPDATE_GOLDEN=1 rewrites them after a reviewed change)",
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{}\n(UPDATE_GOLDEN=1 rewrites them after a reviewed change)", failures.join("\n"));
 }
 
 fn committed_schema(name: &str) -> Value {
     let path = protocol_dir().join(name);
-    serde_json::from_str(
-        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
-    )
-    .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
 #[test]
 fn schemas_match_the_rust_types() {
     let generated = [
-        (
-            "request.schema.json",
-            serde_json::to_value(schemars::schema_for!(pirn::wire::Request)).unwrap(),
-        ),
-        (
-            "response.schema.json",
-            serde_json::to_value(schemars::schema_for!(pirn::wire::Response)).unwrap(),
-        ),
+        ("request.schema.json", serde_json::to_value(schemars::schema_for!(pirn::wire::Request)).unwrap()),
+        ("response.schema.json", serde_json::to_value(schemars::schema_for!(pirn::wire::Response)).unwrap()),
     ];
     for (name, schema) in generated {
         if std::env::var("UPDATE_SCHEMAS").is_ok() {
             std::fs::create_dir_all(protocol_dir()).unwrap();
-            std::fs::write(
-                protocol_dir().join(name),
-                serde_json::to_string_pretty(&schema).unwrap() + "\n",
-            )
-            .unwrap();
+            std::fs::write(protocol_dir().join(name), serde_json::to_string_pretty(&schema).unwrap() + "\n").unwrap();
             continue;
         }
         assert_eq!(
@@ -249,17 +213,11 @@ fn schemas_cover_every_message_and_event() {
         "plan_complete",
         "heartbeat",
     ] {
-        assert!(
-            text.contains(&format!("\"{name}\"")),
-            "response schema lacks {name}"
-        );
+        assert!(text.contains(&format!("\"{name}\"")), "response schema lacks {name}");
     }
     let text = serde_json::to_string(&committed_schema("request.schema.json")).unwrap();
     for name in ["init", "send", "status", "cancel", "shutdown"] {
-        assert!(
-            text.contains(&format!("\"{name}\"")),
-            "request schema lacks {name}"
-        );
+        assert!(text.contains(&format!("\"{name}\"")), "request schema lacks {name}");
     }
 }
 
@@ -271,33 +229,22 @@ async fn golden_lines_validate_against_the_schemas() {
     let requests = jsonschema::validator_for(&committed_schema("request.schema.json")).unwrap();
     let mut checked = 0;
     for dir in cases() {
-        for line in std::fs::read_to_string(dir.join("expected.jsonl"))
-            .unwrap()
-            .lines()
-        {
+        for line in std::fs::read_to_string(dir.join("expected.jsonl")).unwrap().lines() {
             let v: Value = serde_json::from_str(line).unwrap();
             let errors: Vec<String> = responses.iter_errors(&v).map(|e| e.to_string()).collect();
             assert!(errors.is_empty(), "{}: {line}\n{errors:?}", dir.display());
             checked += 1;
         }
-        for line in std::fs::read_to_string(dir.join("input.jsonl"))
-            .unwrap()
-            .lines()
-        {
+        for line in std::fs::read_to_string(dir.join("input.jsonl")).unwrap().lines() {
             let Ok(v) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            if v.as_object()
-                .is_some_and(|o| o.keys().any(|k| k.starts_with('_')))
+            if v.as_object().is_some_and(|o| o.keys().any(|k| k.starts_with('_')))
                 || pirn::wire::decode_request(line.as_bytes()).is_err()
             {
                 continue;
             }
-            assert!(
-                requests.is_valid(&v),
-                "{}: request {line} fails the schema",
-                dir.display()
-            );
+            assert!(requests.is_valid(&v), "{}: request {line} fails the schema", dir.display());
         }
     }
     assert!(checked > 30, "only {checked} lines checked");

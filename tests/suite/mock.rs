@@ -75,21 +75,14 @@ impl Reply {
 
     pub fn tool(name: &str, arguments: Value) -> Reply {
         Reply::ToolCalls {
-            calls: vec![MockCall {
-                name: name.into(),
-                arguments: arguments.to_string(),
-            }],
+            calls: vec![MockCall { name: name.into(), arguments: arguments.to_string() }],
             usage: Some([20, 8]),
             text: None,
         }
     }
 
     pub fn status(code: u16, body: &str) -> Reply {
-        Reply::Status {
-            code,
-            body: body.into(),
-            retry_after: None,
-        }
+        Reply::Status { code, body: body.into(), retry_after: None }
     }
 }
 
@@ -134,12 +127,7 @@ impl MockServer {
                 });
             }
         });
-        MockServer {
-            addr,
-            script,
-            requests,
-            task,
-        }
+        MockServer { addr, script, requests, task }
     }
 
     /// The base URL to give pirn (`PIRN_BASE_URL`).
@@ -177,13 +165,7 @@ async fn serve(
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let mut lines = head.lines();
-    let path = lines
-        .next()
-        .unwrap_or("")
-        .split(' ')
-        .nth(1)
-        .unwrap_or("")
-        .to_owned();
+    let path = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("").to_owned();
     let mut content_length = 0usize;
     let mut authorization = None;
     for line in lines {
@@ -205,27 +187,15 @@ async fn serve(
         body.extend_from_slice(&chunk[..n]);
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    requests.lock().unwrap().push(Recorded {
-        path,
-        authorization,
-        body,
-    });
+    requests.lock().unwrap().push(Recorded { path, authorization, body });
     let reply = script.lock().unwrap().pop_front();
     let Some(reply) = reply else {
-        return respond_status(
-            &mut stream,
-            500,
-            r#"{"error":{"message":"mock: no scripted reply left"}}"#,
-            None,
-        )
-        .await;
+        return respond_status(&mut stream, 500, r#"{"error":{"message":"mock: no scripted reply left"}}"#, None).await;
     };
     match reply {
-        Reply::Status {
-            code,
-            body,
-            retry_after,
-        } => respond_status(&mut stream, code, &body, retry_after.as_deref()).await,
+        Reply::Status { code, body, retry_after } => {
+            respond_status(&mut stream, code, &body, retry_after.as_deref()).await
+        }
         Reply::Hang => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             Ok(())
@@ -235,12 +205,7 @@ async fn serve(
             chunk(&mut stream, body.as_bytes()).await?;
             end_sse(&mut stream).await
         }
-        Reply::Text {
-            chunks,
-            usage,
-            delay_ms,
-            finish_reason,
-        } => {
+        Reply::Text { chunks, usage, delay_ms, finish_reason } => {
             start_sse(&mut stream).await?;
             for c in &chunks {
                 if delay_ms > 0 {
@@ -317,9 +282,7 @@ async fn respond_status(
     body: &str,
     retry_after: Option<&str>,
 ) -> std::io::Result<()> {
-    let extra = retry_after
-        .map(|r| format!("Retry-After: {r}\r\n"))
-        .unwrap_or_default();
+    let extra = retry_after.map(|r| format!("Retry-After: {r}\r\n")).unwrap_or_default();
     let head = format!(
         "HTTP/1.1 {code} Mock\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         body.len()
@@ -339,9 +302,7 @@ async fn chunk(stream: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
     if data.is_empty() {
         return Ok(());
     }
-    stream
-        .write_all(format!("{:x}\r\n", data.len()).as_bytes())
-        .await?;
+    stream.write_all(format!("{:x}\r\n", data.len()).as_bytes()).await?;
     stream.write_all(data).await?;
     stream.write_all(b"\r\n").await?;
     stream.flush().await

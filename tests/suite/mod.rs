@@ -4,6 +4,7 @@
 mod mock;
 mod worker;
 
+mod approval;
 mod cancel;
 mod errors;
 mod golden;

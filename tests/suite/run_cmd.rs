@@ -10,28 +10,15 @@ use super::worker::pirn_command;
 async fn run(base: &str, args: &[&str]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("README.md"), "# demo\n").unwrap();
-    let out = pirn_command(base, &[])
-        .args(args)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let out = pirn_command(base, &[]).args(args).current_dir(dir.path()).stdin(Stdio::null()).output().await.unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
 #[tokio::test]
 async fn version_names_the_protocol() {
     let (code, out, _) = run("http://127.0.0.1:9", &["--version"]).await;
     assert_eq!(code, 0);
-    assert!(
-        out.contains(env!("CARGO_PKG_VERSION")) && out.contains("protocol 0.2.0"),
-        "{out}"
-    );
+    assert!(out.contains(env!("CARGO_PKG_VERSION")) && out.contains("protocol 0.2.0"), "{out}");
     let (code, out, _) = run("http://127.0.0.1:9", &["--help"]).await;
     assert_eq!(code, 0);
     assert!(out.contains("run"), "{out}");
@@ -44,33 +31,19 @@ async fn run_text_prints_the_streamed_answer() {
         Reply::text(&["It is ", "a demo."]),
     ])
     .await;
-    let (code, out, err) = run(
-        &mock.base_url(),
-        &["run", "--format", "text", "what is this?"],
-    )
-    .await;
+    let (code, out, err) = run(&mock.base_url(), &["run", "--format", "text", "what is this?"]).await;
     assert_eq!(code, 0, "stderr: {err}");
     assert_eq!(out, "It is a demo.\n");
     assert!(err.contains("[tool] read_file"), "{err}");
-    assert_eq!(
-        mock.requests()[0].body["messages"][1]["content"],
-        "what is this?"
-    );
+    assert_eq!(mock.requests()[0].body["messages"][1]["content"], "what is this?");
 }
 
 #[tokio::test]
 async fn run_jsonl_prints_events_and_the_result() {
     let mock = MockServer::start(vec![Reply::text(&["hi"])]).await;
-    let (code, out, _) = run(
-        &mock.base_url(),
-        &["run", "--model", "m1", "--tools", "grep,glob", "hello"],
-    )
-    .await;
+    let (code, out, _) = run(&mock.base_url(), &["run", "--model", "m1", "--tools", "grep,glob", "hello"]).await;
     assert_eq!(code, 0);
-    let lines: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.last().unwrap()["type"], "result");
     assert_eq!(lines.last().unwrap()["response"], "hi");
     assert_eq!(lines[0]["event"]["event"], "content_delta");
@@ -82,49 +55,19 @@ async fn run_jsonl_prints_events_and_the_result() {
 #[tokio::test]
 async fn run_exit_codes() {
     let mock = MockServer::start(vec![Reply::status(500, "down")]).await;
-    assert_eq!(
-        run(&mock.base_url(), &["run", "x"]).await.0,
-        1,
-        "provider error"
-    );
+    assert_eq!(run(&mock.base_url(), &["run", "x"]).await.0, 1, "provider error");
     let same = || Reply::tool("glob", serde_json::json!({"pattern":"*"}));
     let mock = MockServer::start(vec![same(), same(), same()]).await;
-    assert_eq!(
-        run(&mock.base_url(), &["run", "x"]).await.0,
-        3,
-        "loop detected"
-    );
+    assert_eq!(run(&mock.base_url(), &["run", "x"]).await.0, 3, "loop detected");
     let mock = MockServer::start(vec![same()]).await;
-    assert_eq!(
-        run(&mock.base_url(), &["run", "--max-iterations", "1", "x"])
-            .await
-            .0,
-        3,
-        "max iterations"
-    );
-    assert_eq!(
-        run("http://127.0.0.1:9", &["run", "--bogus"]).await.0,
-        2,
-        "bad usage"
-    );
-    assert_eq!(
-        run(
-            "http://127.0.0.1:9",
-            &["run", "--cwd", "/nonexistent-dir", "x"]
-        )
-        .await
-        .0,
-        2,
-        "bad workspace"
-    );
+    assert_eq!(run(&mock.base_url(), &["run", "--max-iterations", "1", "x"]).await.0, 3, "max iterations");
+    assert_eq!(run("http://127.0.0.1:9", &["run", "--bogus"]).await.0, 2, "bad usage");
+    assert_eq!(run("http://127.0.0.1:9", &["run", "--cwd", "/nonexistent-dir", "x"]).await.0, 2, "bad workspace");
 }
 
 #[tokio::test]
 async fn sigint_cancels_a_run() {
-    let mock = MockServer::start(vec![Reply::Stall {
-        chunks: vec!["thinking".into()],
-    }])
-    .await;
+    let mock = MockServer::start(vec![Reply::Stall { chunks: vec!["thinking".into()] }]).await;
     let dir = tempfile::tempdir().unwrap();
     let child = pirn_command(&mock.base_url(), &[])
         .args(["run", "x"])
@@ -137,19 +80,9 @@ async fn sigint_cancels_a_run() {
     unsafe {
         libc_kill(child.id().unwrap() as i32, 2);
     }
-    let out = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait_with_output()).await.unwrap().unwrap();
     assert_eq!(out.status.code(), Some(130));
-    let last: Value = serde_json::from_str(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let last: Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(last["error"]["code"], "cancelled");
 }
 

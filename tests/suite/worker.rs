@@ -37,20 +37,11 @@ impl Worker {
     pub async fn spawn(base_url: &str, envs: &[(&str, &str)]) -> Worker {
         let workspace = tempfile::tempdir().expect("tempdir");
         let mut cmd = pirn_command(base_url, envs);
-        cmd.current_dir(workspace.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        cmd.current_dir(workspace.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = cmd.spawn().expect("spawn pirn");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout");
-        Worker {
-            child,
-            stdin,
-            lines: BufReader::new(stdout).lines(),
-            seen: Vec::new(),
-            workspace,
-        }
+        Worker { child, stdin, lines: BufReader::new(stdout).lines(), seen: Vec::new(), workspace }
     }
 
     /// Spawns and initialises with all six tools; returns the worker and init_ok.
@@ -66,10 +57,7 @@ impl Worker {
                 c.insert(k.clone(), v.clone());
             }
         }
-        w.write(
-            json!({"type": "init", "id": "init-1", "protocol_version": "0.2.0", "config": config}),
-        )
-        .await;
+        w.write(json!({"type": "init", "id": "init-1", "protocol_version": "0.2.0", "config": config})).await;
         let ok = w.next().await;
         assert_eq!(ok["type"], "init_ok", "{ok}");
         (w, ok)
@@ -96,12 +84,8 @@ impl Worker {
 
     /// The next line within `timeout`; `None` at EOF or timeout.
     pub async fn try_next(&mut self, timeout: Duration) -> Option<Value> {
-        let line = tokio::time::timeout(timeout, self.lines.next_line())
-            .await
-            .ok()?
-            .expect("read stdout")?;
-        let v: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        let line = tokio::time::timeout(timeout, self.lines.next_line()).await.ok()?.expect("read stdout")?;
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
         assert!(v.is_object(), "not an object: {line}");
         self.seen.push(v.clone());
         Some(v)
@@ -124,28 +108,20 @@ impl Worker {
     pub async fn result_for(&mut self, id: &str) -> (Vec<Value>, Value) {
         let lines = self.until(|v| v["type"] == "result" && v["id"] == id).await;
         let result = lines.last().cloned().expect("result");
-        let events = lines
-            .into_iter()
-            .filter(|v| v["type"] == "event" && v["send_id"] == id)
-            .collect();
+        let events = lines.into_iter().filter(|v| v["type"] == "event" && v["send_id"] == id).collect();
         (events, result)
     }
 
     /// Waits for the process to exit; returns its code.
     pub async fn exit_code(&mut self) -> Option<i32> {
-        let status = tokio::time::timeout(LINE_TIMEOUT, self.child.wait())
-            .await
-            .expect("pirn exits")
-            .expect("wait");
+        let status = tokio::time::timeout(LINE_TIMEOUT, self.child.wait()).await.expect("pirn exits").expect("wait");
         status.code()
     }
 
     /// Sends status and returns status_ok (skipping and keeping other lines).
     pub async fn status(&mut self, id: &str) -> Value {
         self.write(json!({"type": "status", "id": id})).await;
-        let lines = self
-            .until(|v| v["type"] == "status_ok" && v["id"] == id)
-            .await;
+        let lines = self.until(|v| v["type"] == "status_ok" && v["id"] == id).await;
         lines.last().cloned().expect("status_ok")
     }
 }
@@ -153,17 +129,11 @@ impl Worker {
 /// Asserts `event_seq` is 0.. gapless over `events` (all of one send).
 pub fn assert_gapless(events: &[Value]) {
     for (i, e) in events.iter().enumerate() {
-        assert_eq!(
-            e["event_seq"], i as u64,
-            "event_seq gap at {i}: {events:#?}"
-        );
+        assert_eq!(e["event_seq"], i as u64, "event_seq gap at {i}: {events:#?}");
     }
 }
 
 /// Names of the events, in order.
 pub fn names(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["event"]["event"].as_str().unwrap_or("?").to_owned())
-        .collect()
+    events.iter().map(|e| e["event"]["event"].as_str().unwrap_or("?").to_owned()).collect()
 }

@@ -1,0 +1,318 @@
+//! What the model may do without asking: approval modes, permission rules,
+//! and the broker that waits for a host's answer.
+//!
+//! Owns: [`ApprovalMode`] (`full-auto`, `auto-edit`, `suggest`, `plan`), the
+//! `config.permissions` rules (`bash(git push*)`, `write_file(.env*)`,
+//! `read_file(secrets/**)`; deny beats ask beats allow), the [`Policy`] that
+//! turns a tool call into a [`Verdict`], and the [`PermissionBroker`] that
+//! matches `permission_response` requests (pirn's opt-in extension) to the
+//! calls waiting for them — first answer wins.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Mutex;
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::wire::Decision;
+pub use crate::wire::{ApprovalMode, PermissionRules};
+
+impl ApprovalMode {
+    /// Parses `full-auto`, `auto-edit`, `suggest`, `plan` (also with `_`).
+    pub fn parse(s: &str) -> Option<ApprovalMode> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "full-auto" => Some(ApprovalMode::FullAuto),
+            "auto-edit" => Some(ApprovalMode::AutoEdit),
+            "suggest" => Some(ApprovalMode::Suggest),
+            "plan" => Some(ApprovalMode::Plan),
+            _ => None,
+        }
+    }
+
+    /// The name used in messages (`suggest`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ApprovalMode::FullAuto => "full-auto",
+            ApprovalMode::AutoEdit => "auto-edit",
+            ApprovalMode::Suggest => "suggest",
+            ApprovalMode::Plan => "plan",
+        }
+    }
+}
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+struct Rule {
+    text: String,
+    tool: String,
+    pattern: Option<GlobMatcher>,
+}
+
+impl Rule {
+    /// `tool` or `tool(glob)`. For `bash` the glob is matched against the
+    /// command line and `*` crosses `/`; for the file tools it is matched
+    /// against the workspace-relative path and `*` stays within one directory
+    /// (`**` crosses).
+    fn parse(text: &str) -> Result<Rule, String> {
+        let t = text.trim();
+        let (tool, pattern) = match t.find('(') {
+            None => (t, None),
+            Some(open) => {
+                let Some(inner) = t[open + 1..].strip_suffix(')') else {
+                    return Err(format!("permission rule {text:?} must look like tool(pattern)"));
+                };
+                (&t[..open], Some(inner))
+            }
+        };
+        let tool = tool.trim();
+        if !crate::tools::ALL_TOOLS.contains(&tool) && tool != "*" {
+            return Err(format!("permission rule {text:?} names an unknown tool {tool:?}"));
+        }
+        let pattern = match pattern {
+            None => None,
+            Some(p) => Some(
+                GlobBuilder::new(p.trim())
+                    .literal_separator(tool != "bash")
+                    .build()
+                    .map_err(|e| format!("permission rule {text:?}: {e}"))?
+                    .compile_matcher(),
+            ),
+        };
+        Ok(Rule { text: t.to_owned(), tool: tool.to_owned(), pattern })
+    }
+
+    fn matches(&self, tool: &str, subject: Option<&str>) -> bool {
+        if self.tool != "*" && self.tool != tool {
+            return false;
+        }
+        match (&self.pattern, subject) {
+            (None, _) => true,
+            (Some(p), Some(s)) => p.is_match(s),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// What to do with a tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    /// Needs the host's approval; the reason says why.
+    Ask(String),
+    /// Refused; the reason says why.
+    Deny(String),
+}
+
+/// The session's approval policy.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub mode: ApprovalMode,
+    allow: Vec<Rule>,
+    deny: Vec<Rule>,
+    ask: Vec<Rule>,
+}
+
+impl Policy {
+    /// Compiles the rules. Errors name the bad rule.
+    pub fn new(mode: ApprovalMode, rules: &PermissionRules) -> Result<Policy, String> {
+        let compile = |list: &[String]| list.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
+        Ok(Policy { mode, allow: compile(&rules.allow)?, deny: compile(&rules.deny)?, ask: compile(&rules.ask)? })
+    }
+
+    /// Tools the mode lets the model see (plan mode hides writes and bash).
+    pub fn visible(&self, tool: &str) -> bool {
+        self.mode != ApprovalMode::Plan || !writes(tool)
+    }
+
+    /// The verdict for calling `tool` with `args` in `workspace`.
+    pub fn check(&self, tool: &str, args: &Value, workspace: &Path) -> Verdict {
+        let subject = subject(tool, args, workspace);
+        let subject = subject.as_deref();
+        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
+            return Verdict::Deny(format!("{tool} is denied by the rule {}", rule.text));
+        }
+        if let Some(rule) = self.ask.iter().find(|r| r.matches(tool, subject)) {
+            return Verdict::Ask(format!("{tool} requires approval by the rule {}", rule.text));
+        }
+        if self.allow.iter().any(|r| r.matches(tool, subject)) {
+            return Verdict::Allow;
+        }
+        let mode = self.mode.name();
+        match self.mode {
+            ApprovalMode::FullAuto => Verdict::Allow,
+            ApprovalMode::AutoEdit if tool == "bash" => {
+                Verdict::Ask(format!("bash (execute) requires approval in {mode} mode"))
+            }
+            ApprovalMode::Suggest if tool == "bash" => {
+                Verdict::Ask(format!("bash (execute) requires approval in {mode} mode"))
+            }
+            ApprovalMode::Suggest if writes(tool) => {
+                Verdict::Ask(format!("{tool} (write) requires approval in {mode} mode"))
+            }
+            ApprovalMode::Plan if writes(tool) => {
+                Verdict::Deny(format!("{tool} is not allowed in plan mode: read, then write the plan"))
+            }
+            _ => Verdict::Allow,
+        }
+    }
+}
+
+/// True for tools that change files or run commands.
+fn writes(tool: &str) -> bool {
+    matches!(tool, "write_file" | "edit_file" | "bash")
+}
+
+/// What a rule's pattern is matched against: the command for bash, the
+/// workspace-relative path for file tools (absolute when outside).
+fn subject(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
+    let field = match tool {
+        "bash" => return args.get("command").and_then(Value::as_str).map(str::to_owned),
+        "read_file" | "write_file" | "edit_file" => "file_path",
+        _ => "path",
+    };
+    let raw = args.get(field).and_then(Value::as_str).unwrap_or(".");
+    let joined = if Path::new(raw).is_absolute() { Path::new(raw).to_path_buf() } else { workspace.join(raw) };
+    let mut clean = std::path::PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => clean.push(other.as_os_str()),
+        }
+    }
+    Some(match clean.strip_prefix(workspace) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => clean.display().to_string(),
+    })
+}
+
+/// Why an answer was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerError {
+    /// No request with that id was ever made here.
+    Unknown,
+    /// Another answer (or the timeout) came first.
+    AlreadyAnswered,
+}
+
+/// Pending permission requests of one session.
+#[derive(Debug, Default)]
+pub struct PermissionBroker {
+    pending: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+    /// Ids settled (answered, timed out or abandoned), so late answers are
+    /// told apart from unknown ones. Bounded by the number of requests made.
+    settled: Mutex<HashSet<String>>,
+}
+
+impl PermissionBroker {
+    /// Opens a request; the receiver yields the host's decision.
+    pub fn open(&self) -> (String, oneshot::Receiver<Decision>) {
+        let id = format!("perm_{}", uuid::Uuid::new_v4().simple());
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// Delivers an answer. The first answer wins.
+    pub fn answer(&self, id: &str, decision: Decision) -> Result<(), AnswerError> {
+        let sender = lock(&self.pending).remove(id);
+        match sender {
+            Some(tx) => {
+                lock(&self.settled).insert(id.to_owned());
+                // The waiter may have been cancelled meanwhile; the answer is
+                // still the first one.
+                let _ = tx.send(decision);
+                Ok(())
+            }
+            None if lock(&self.settled).contains(id) => Err(AnswerError::AlreadyAnswered),
+            None => Err(AnswerError::Unknown),
+        }
+    }
+
+    /// Closes a request that will not be answered any more (timeout, cancel).
+    pub fn settle(&self, id: &str) {
+        if lock(&self.pending).remove(id).is_some() {
+            lock(&self.settled).insert(id.to_owned());
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(mode: ApprovalMode, allow: &[&str], deny: &[&str], ask: &[&str]) -> Policy {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect();
+        Policy::new(mode, &PermissionRules { allow: s(allow), deny: s(deny), ask: s(ask) }).unwrap()
+    }
+
+    #[test]
+    fn modes() {
+        let ws = Path::new("/ws");
+        let bash = json!({"command": "ls"});
+        let write = json!({"file_path": "a.txt", "content": ""});
+        let read = json!({"file_path": "a.txt"});
+        let p = policy(ApprovalMode::FullAuto, &[], &[], &[]);
+        assert_eq!(p.check("bash", &bash, ws), Verdict::Allow);
+        let p = policy(ApprovalMode::AutoEdit, &[], &[], &[]);
+        assert!(matches!(p.check("bash", &bash, ws), Verdict::Ask(_)));
+        assert_eq!(p.check("write_file", &write, ws), Verdict::Allow);
+        let p = policy(ApprovalMode::Suggest, &[], &[], &[]);
+        assert!(matches!(p.check("write_file", &write, ws), Verdict::Ask(_)));
+        assert_eq!(p.check("read_file", &read, ws), Verdict::Allow);
+        let p = policy(ApprovalMode::Plan, &[], &[], &[]);
+        assert!(matches!(p.check("edit_file", &write, ws), Verdict::Deny(_)));
+        assert!(!p.visible("bash") && p.visible("grep"));
+    }
+
+    #[test]
+    fn rules_deny_beats_ask_beats_allow() {
+        let ws = Path::new("/ws");
+        let p = policy(
+            ApprovalMode::FullAuto,
+            &["bash(git *)"],
+            &["bash(git push*)", "read_file(secrets/**)"],
+            &["bash(git commit*)", "write_file(.env*)"],
+        );
+        assert!(matches!(p.check("bash", &json!({"command": "git push origin main"}), ws), Verdict::Deny(_)));
+        assert!(matches!(p.check("bash", &json!({"command": "git commit -m x"}), ws), Verdict::Ask(_)));
+        assert_eq!(p.check("bash", &json!({"command": "git status"}), ws), Verdict::Allow);
+        assert!(matches!(p.check("read_file", &json!({"file_path": "./secrets/a/key.pem"}), ws), Verdict::Deny(_)));
+        assert!(matches!(p.check("read_file", &json!({"file_path": "/ws/secrets/key"}), ws), Verdict::Deny(_)));
+        assert_eq!(p.check("read_file", &json!({"file_path": "src/secrets.rs"}), ws), Verdict::Allow);
+        assert!(matches!(p.check("write_file", &json!({"file_path": ".env.local"}), ws), Verdict::Ask(_)));
+        let strict = policy(ApprovalMode::Suggest, &["bash(cargo test*)"], &[], &[]);
+        assert_eq!(strict.check("bash", &json!({"command": "cargo test --all"}), ws), Verdict::Allow);
+        assert!(
+            Policy::new(
+                ApprovalMode::FullAuto,
+                &PermissionRules { deny: vec!["teleport(x)".into()], ..Default::default() }
+            )
+            .is_err()
+        );
+        assert!(
+            Policy::new(ApprovalMode::FullAuto, &PermissionRules { deny: vec!["bash(x".into()], ..Default::default() })
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn broker_first_answer_wins() {
+        let b = PermissionBroker::default();
+        let (id, mut rx) = b.open();
+        assert_eq!(b.answer(&id, Decision::Allow), Ok(()));
+        assert_eq!(b.answer(&id, Decision::Deny), Err(AnswerError::AlreadyAnswered));
+        assert_eq!(b.answer("nope", Decision::Deny), Err(AnswerError::Unknown));
+        assert_eq!(rx.try_recv(), Ok(Decision::Allow));
+    }
+}
