@@ -34,6 +34,15 @@ enum Command {
     /// error, 2 bad usage, 3 max iterations or loop detected, 4 other
     /// error, 130 cancelled (SIGINT/SIGTERM).
     Run(RunArgs),
+    /// Run one tool directly in the current directory and print its result
+    /// (debugging and benchmarks; no model involved). Exit 0 when the tool
+    /// succeeded, 1 when it reported an error.
+    Tool {
+        /// Tool name (read_file, write_file, edit_file, glob, grep, bash).
+        name: String,
+        /// The tool's arguments as a JSON object.
+        args: String,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -122,5 +131,6 @@ fn main() {
             };
             block_on_and_exit(run::run(config, args.prompt, format))
         }
+        Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args)),
     }
 }

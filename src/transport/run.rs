@@ -70,3 +70,29 @@ pub fn exit_code(result: &SendResult) -> i32 {
         _ => EXIT_OTHER,
     }
 }
+
+/// `pirn tool NAME ARGS`: runs one tool in the current directory, prints its
+/// output on stdout; exit 0 on success, 1 when the tool reported an error,
+/// 2 when the working directory is unusable.
+#[allow(clippy::print_stderr)]
+pub async fn tool(name: String, args: String) -> i32 {
+    use std::io::Write;
+    let workspace = match std::env::current_dir().and_then(|d| d.canonicalize()) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("pirn tool: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let ctx = crate::tools::ToolContext {
+        workspace,
+        allowed_paths: Vec::new(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+    };
+    let enabled: Vec<String> = crate::tools::ALL_TOOLS.iter().map(|t| t.to_string()).collect();
+    let out = crate::tools::execute(&name, &args, &enabled, &ctx).await;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.text.as_bytes());
+    let _ = stdout.flush();
+    if out.is_error { 1 } else { 0 }
+}

@@ -98,9 +98,17 @@ pub struct Recorded {
 /// The running server. Dropping it stops accepting.
 pub struct MockServer {
     pub addr: SocketAddr,
-    script: Arc<Mutex<VecDeque<Reply>>>,
+    script: Arc<Mutex<Script>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// The replies still to give. When `cycle` is set each reply goes back to
+/// the end of the queue once used and requests are not recorded (benchmarks).
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    cycle: bool,
 }
 
 impl Drop for MockServer {
@@ -111,9 +119,19 @@ impl Drop for MockServer {
 
 impl MockServer {
     pub async fn start(script: Vec<Reply>) -> MockServer {
+        Self::start_with(script, false).await
+    }
+
+    /// A server that answers requests with `script` round-robin, forever.
+    #[allow(dead_code)]
+    pub async fn start_cycling(script: Vec<Reply>) -> MockServer {
+        Self::start_with(script, true).await
+    }
+
+    async fn start_with(script: Vec<Reply>, cycle: bool) -> MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind mock");
         let addr = listener.local_addr().expect("addr");
-        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let script = Arc::new(Mutex::new(Script { replies: VecDeque::from(script), cycle }));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (s, r) = (script.clone(), requests.clone());
         let task = tokio::spawn(async move {
@@ -140,13 +158,13 @@ impl MockServer {
     }
 
     pub fn push(&self, reply: Reply) {
-        self.script.lock().unwrap().push_back(reply);
+        self.script.lock().unwrap().replies.push_back(reply);
     }
 }
 
 async fn serve(
     mut stream: TcpStream,
-    script: Arc<Mutex<VecDeque<Reply>>>,
+    script: Arc<Mutex<Script>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
@@ -187,8 +205,16 @@ async fn serve(
         body.extend_from_slice(&chunk[..n]);
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    requests.lock().unwrap().push(Recorded { path, authorization, body });
-    let reply = script.lock().unwrap().pop_front();
+    let reply = {
+        let mut script = script.lock().unwrap();
+        let reply = script.replies.pop_front();
+        if script.cycle {
+            script.replies.extend(reply.clone());
+        } else {
+            requests.lock().unwrap().push(Recorded { path, authorization, body });
+        }
+        reply
+    };
     let Some(reply) = reply else {
         return respond_status(&mut stream, 500, r#"{"error":{"message":"mock: no scripted reply left"}}"#, None).await;
     };
@@ -207,12 +233,22 @@ async fn serve(
         }
         Reply::Text { chunks, usage, delay_ms, finish_reason } => {
             start_sse(&mut stream).await?;
+            // Without a delay the events go out in 64 KiB writes, as fast as
+            // the socket takes them (the relay benchmark).
+            let mut pending = Vec::new();
             for c in &chunks {
                 if delay_ms > 0 {
                     tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                    chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
+                } else {
+                    pending.extend_from_slice(&event(&json!({"content": c}), None));
+                    if pending.len() >= 64 * 1024 {
+                        chunk(&mut stream, &pending).await?;
+                        pending.clear();
+                    }
                 }
-                chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
             }
+            chunk(&mut stream, &pending).await?;
             let finish = finish_reason.unwrap_or_else(|| "stop".to_owned());
             chunk(&mut stream, &event(&json!({}), Some(&finish))).await?;
             if let Some(u) = usage {
