@@ -128,9 +128,9 @@ impl SessionSettings {
         let session_id = uuid::Uuid::new_v4().to_string();
         Ok(SessionSettings {
             correlation: Correlation {
-                session_id: Some(session_id.clone()),
-                task_id: config.task_id.clone(),
-                worker_id: config.worker_id.clone(),
+                session_id: Some(Arc::from(session_id.as_str())),
+                task_id: config.task_id.as_deref().map(Arc::from),
+                worker_id: config.worker_id.as_deref().map(Arc::from),
             },
             session_id,
             model: config.model.clone(),
@@ -167,7 +167,7 @@ fn heartbeat_from_env() -> Duration {
 
 /// Emits the events of one send into the outbox.
 pub struct Emitter {
-    send_id: String,
+    send_id: Arc<str>,
     correlation: Correlation,
     outbox: Outbox,
 }
@@ -371,8 +371,11 @@ async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
 async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
     let settings = &shared.settings;
     let started = Instant::now();
-    let emitter =
-        Emitter { send_id: job.id.clone(), correlation: settings.correlation.clone(), outbox: shared.outbox.clone() };
+    let emitter = Emitter {
+        send_id: Arc::from(job.id.as_str()),
+        correlation: settings.correlation.clone(),
+        outbox: shared.outbox.clone(),
+    };
     let mut stats = SendStats::default();
     let outcome = {
         let agent =

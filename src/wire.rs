@@ -18,6 +18,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The protocol version this build speaks: the content of `PROTOCOL_VERSION`.
 pub const PROTOCOL_VERSION: &str = include_str!("../PROTOCOL_VERSION").trim_ascii();
@@ -225,20 +226,22 @@ pub struct EventMsg {
     /// 0-based, gapless per send; heartbeats share it. Assigned by the single
     /// writer of a transport (see [`Sequencer`]).
     pub event_seq: u64,
-    pub send_id: String,
+    /// The `id` of the originating send.
+    pub send_id: Arc<str>,
     #[serde(flatten)]
     pub correlation: Correlation,
 }
 
-/// The ids echoed on every event and result.
+/// The ids echoed on every event and result (reference-counted: cloning
+/// them per event costs no allocation).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct Correlation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
+    pub task_id: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<String>,
+    pub worker_id: Option<Arc<str>>,
 }
 
 /// Event payloads. Discriminated by `event`.
@@ -494,7 +497,7 @@ pub fn check_version(requested: &str) -> Result<(), String> {
 pub struct Sequencer {
     /// `(send_id, next_seq)` for sends that have events but no result yet.
     /// At most one send runs at a time, so this stays tiny.
-    open: Vec<(String, u64)>,
+    open: Vec<(Arc<str>, u64)>,
 }
 
 impl Sequencer {
@@ -513,7 +516,7 @@ impl Sequencer {
                 ev.event_seq = self.open[slot].1;
                 self.open[slot].1 += 1;
             }
-            Response::Result(r) => self.open.retain(|(id, _)| *id != r.id),
+            Response::Result(r) => self.open.retain(|(id, _)| **id != *r.id),
             _ => {}
         }
     }
