@@ -5,7 +5,7 @@
 //! - `pirn --help`, `pirn --version`.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use pirn::transport::{run, stdio, writer::Format};
+use pirn::transport::{http, run, stdio, writer::Format};
 use pirn::wire::InitConfig;
 
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (protocol ", include_str!("../PROTOCOL_VERSION"), ")");
@@ -34,6 +34,9 @@ enum Command {
     /// error, 2 bad usage, 3 max iterations or loop detected, 4 other
     /// error, 130 cancelled (SIGINT/SIGTERM).
     Run(RunArgs),
+    /// The HTTP facade: sessions over HTTP, SSE and WebSocket (see README).
+    /// Prints `pirn serve listening on http://ADDR` once bound.
+    Serve(ServeArgs),
     /// Run one tool directly in the current directory and print its result
     /// (debugging and benchmarks; no model involved). Exit 0 when the tool
     /// succeeded, 1 when it reported an error.
@@ -70,6 +73,22 @@ struct RunArgs {
     temperature: Option<f32>,
     /// The user message.
     prompt: String,
+}
+
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Address to bind; anything but loopback requires a token.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
+    /// Port (0 picks a free one) [env: PIRN_PORT; default: 3923].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Bearer token required on every request but GET /health [env: PIRN_TOKEN].
+    #[arg(long)]
+    token: Option<String>,
+    /// Seconds a send may wait in its session's queue.
+    #[arg(long, default_value_t = 120)]
+    queue_timeout_secs: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -132,5 +151,18 @@ fn main() {
             block_on_and_exit(run::run(config, args.prompt, format))
         }
         Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args)),
+        Some(Command::Serve(args)) => {
+            let port = args
+                .port
+                .or_else(|| std::env::var("PIRN_PORT").ok().and_then(|p| p.trim().parse().ok()))
+                .unwrap_or(3923);
+            let opts = http::ServeOptions {
+                bind: args.bind,
+                port,
+                token: args.token.or_else(|| std::env::var("PIRN_TOKEN").ok()),
+                queue_timeout: std::time::Duration::from_secs(args.queue_timeout_secs),
+            };
+            block_on_and_exit(http::serve(opts))
+        }
     }
 }

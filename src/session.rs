@@ -12,7 +12,7 @@
 //! writer serialises it and assigns `event_seq`. Nothing here does I/O but
 //! the model call and the tools, through `agent`.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,7 +28,8 @@ use crate::conversation::Conversation;
 use crate::model::Endpoint;
 use crate::tools;
 use crate::wire::{
-    Correlation, Decision, ErrorEnvelope, Event, EventMsg, InitConfig, Response, SendResult, Status, StatusOk,
+    Correlation, Decision, ErrorCode, ErrorEnvelope, Event, EventMsg, InitConfig, Response, SendResult, Status,
+    StatusOk,
 };
 
 /// Where a session's output goes, in order. Bounded: a reader that stops
@@ -77,6 +78,11 @@ pub struct SessionSettings {
     pub permission_responses: bool,
     /// Longest wait for a permission answer.
     pub permission_timeout: Duration,
+    /// Most sends that may wait behind the running one (`None`: no limit).
+    pub max_queue: Option<usize>,
+    /// Longest a send may wait in the queue before it ends with
+    /// `queue_timeout` (`None`: no limit).
+    pub queue_timeout: Option<Duration>,
 }
 
 impl SessionSettings {
@@ -153,6 +159,8 @@ impl SessionSettings {
             permission_timeout: Duration::from_millis(
                 config.permission_timeout_ms.unwrap_or(DEFAULT_PERMISSION_TIMEOUT_MS),
             ),
+            max_queue: None,
+            queue_timeout: None,
         })
     }
 }
@@ -185,8 +193,10 @@ impl Emitter {
 /// Why a send was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendRejected {
-    /// A send with this id is queued or running.
+    /// A send with this id was already accepted in this session.
     DuplicateId,
+    /// `max_queue` sends are already waiting.
+    QueueFull,
     /// The session is shutting down.
     Closing,
 }
@@ -204,6 +214,8 @@ struct Queue {
     active: Option<(String, CancellationToken)>,
     /// No more sends; the runner stops when the queue is empty.
     closing: bool,
+    /// Every send id accepted so far (ids are never reused in a session).
+    seen: HashSet<String>,
 }
 
 struct Shared {
@@ -260,17 +272,58 @@ impl Session {
 
     /// Queues a send (FIFO). Its events and its one result go to the outbox.
     pub fn send(&self, id: String, message: String) -> Result<(), SendRejected> {
+        let settings = &self.shared.settings;
         let mut q = self.shared.queue();
         if q.closing {
             return Err(SendRejected::Closing);
         }
-        if q.active.as_ref().is_some_and(|(a, _)| *a == id) || q.waiting.iter().any(|j| j.id == id) {
+        if q.seen.contains(&id) {
             return Err(SendRejected::DuplicateId);
         }
-        q.waiting.push_back(Job { id, message, cancel: CancellationToken::new() });
+        if settings.max_queue.is_some_and(|max| q.waiting.len() >= max) {
+            return Err(SendRejected::QueueFull);
+        }
+        q.seen.insert(id.clone());
+        q.waiting.push_back(Job { id: id.clone(), message, cancel: CancellationToken::new() });
         drop(q);
         self.shared.wake.notify_one();
+        if let Some(limit) = settings.queue_timeout {
+            let shared = self.shared.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                let expired = {
+                    let mut q = shared.queue();
+                    q.waiting.iter().position(|j| j.id == id).and_then(|i| q.waiting.remove(i))
+                };
+                if let Some(job) = expired {
+                    let error = ErrorEnvelope {
+                        code: ErrorCode::QueueTimeout,
+                        message: format!("waited {} ms in the queue without starting", limit.as_millis()),
+                        retryable: true,
+                        details: None,
+                    };
+                    let result = SendResult::error(job.id, error, shared.settings.correlation.clone());
+                    let _ = shared.outbox.send(Response::Result(result)).await;
+                }
+            });
+        }
         Ok(())
+    }
+
+    /// Cancels send `id` only if it is still waiting (a client that gave up
+    /// on a queued send). Returns whether it was.
+    pub async fn cancel_if_queued(&self, id: &str) -> bool {
+        let removed = {
+            let mut q = self.shared.queue();
+            q.waiting.iter().position(|j| j.id == id).and_then(|i| q.waiting.remove(i))
+        };
+        match removed {
+            Some(job) => {
+                self.answer_cancelled(job).await;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The `status_ok` answer for request `id`, at once.

@@ -300,6 +300,36 @@ pub enum Event {
     Heartbeat { duration_ms: u64 },
 }
 
+impl Event {
+    /// The payload's `event` name (`content_delta`, …), as SSE frames name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::ContentDelta { .. } => "content_delta",
+            Event::ToolStart { .. } => "tool_start",
+            Event::ToolEnd { .. } => "tool_end",
+            Event::Usage(_) => "usage",
+            Event::Error { .. } => "error",
+            Event::PermissionRequest { .. } => "permission_request",
+            Event::PermissionDenied { .. } => "permission_denied",
+            Event::PlanComplete { .. } => "plan_complete",
+            Event::Heartbeat { .. } => "heartbeat",
+        }
+    }
+}
+
+impl Response {
+    /// The name of the line: the event's name for events, else the `type`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Response::InitOk(_) => "init_ok",
+            Response::Event(e) => e.event.name(),
+            Response::Result(_) => "result",
+            Response::StatusOk(_) => "status_ok",
+            Response::ShutdownOk(_) => "shutdown_ok",
+        }
+    }
+}
+
 /// Token counts, as reported by the model server.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct Usage {
@@ -427,6 +457,8 @@ pub enum ErrorCode {
     LoopDetected,
     Cancelled,
     MaxIterations,
+    /// HTTP facade: the send waited too long in its session's queue.
+    QueueTimeout,
 }
 
 // ---------------------------------------------------------------------------

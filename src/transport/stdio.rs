@@ -126,8 +126,14 @@ impl Worker {
                     Request::Send(s) => match session.send(s.id.clone(), s.message) {
                         Ok(()) => {}
                         Err(SendRejected::DuplicateId) => {
-                            self.protocol_error(s.id, "a send with this id is already queued or running".to_owned())
-                                .await;
+                            self.protocol_error(
+                                s.id,
+                                "a send with this id was already accepted in this session".to_owned(),
+                            )
+                            .await;
+                        }
+                        Err(SendRejected::QueueFull) => {
+                            self.protocol_error(s.id, "too many sends are waiting".to_owned()).await;
                         }
                         Err(SendRejected::Closing) => {
                             self.protocol_error(s.id, "the session is shutting down".to_owned()).await;

@@ -8,6 +8,7 @@ mod approval;
 mod cancel;
 mod errors;
 mod golden;
+mod http;
 mod protocol;
 mod run_cmd;
 mod tools;
