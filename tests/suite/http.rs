@@ -481,3 +481,31 @@ async fn every_documented_route_is_served() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_subscriber_that_stops_reading_is_cut_off_and_can_resume() {
+    let big: Vec<String> = (0..3000).map(|i| format!("{i:04}{}", "x".repeat(2000))).collect();
+    let mock = MockServer::start(vec![Reply::Text { chunks: big, usage: None, delay_ms: 0, finish_reason: None }]).await;
+    let d = daemon(&mock.base_url(), &[]).await;
+    let c = client();
+    let sid = new_session(&c, &d.base, json!({})).await;
+    let stalled = subscribe(&c, &d.base, &sid, None).await;
+    let mut reader = SseReader::new(subscribe(&c, &d.base, &sid, None).await);
+    post(&c, &format!("{}/v1/sessions/{sid}/sends", d.base), json!({"message": "flood", "send_id": "f"})).await;
+    // The session is not slowed down: a reading subscriber gets everything.
+    let all = reader.until_result("f").await;
+    assert_eq!(all.len(), 3001);
+    // The one that did not read was dropped somewhere after its buffers filled.
+    let mut slow = SseReader::new(stalled);
+    let mut got = Vec::new();
+    while let Some(f) = slow.next().await {
+        got.push(f.id.unwrap());
+    }
+    assert!(got.len() < 3001, "the stalled subscriber was not disconnected");
+    // It resumes from where it stopped.
+    let last = got.last().copied().unwrap_or(0);
+    let mut resumed = SseReader::new(subscribe(&c, &d.base, &sid, Some(&last.to_string())).await);
+    let rest = resumed.until_result("f").await;
+    assert_eq!(rest.first().unwrap().id, Some(last + 1));
+    assert_eq!(got.len() + rest.len(), 3001);
+}
