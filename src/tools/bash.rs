@@ -104,6 +104,11 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
             .stderr(writer2)
             .process_group(0)
             .kill_on_drop(true);
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_secret) {
+                cmd.env_remove(&name);
+            }
+        }
         match cmd.spawn() {
             Ok(c) => c,
             Err(e) => return ToolOutput::error(format!("cannot start /bin/bash: {e}")),
@@ -166,6 +171,15 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
             if failed { ToolOutput::error(text) } else { ToolOutput::ok(text) }
         }
     }
+}
+
+/// Environment variables the shell does not inherit: pirn's model
+/// credentials and anything named like a credential. A tool result must never
+/// carry them to the model (or into a transcript).
+fn is_secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    ["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "PIRN_TOKEN", "HEDDLE_API_KEY"].contains(&n.as_str())
+        || ["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_SECRET_ACCESS_KEY"].iter().any(|s| n.ends_with(s))
 }
 
 fn describe(status: Option<ExitStatus>) -> (String, bool) {

@@ -485,7 +485,8 @@ async fn every_documented_route_is_served() {
 #[tokio::test]
 async fn a_subscriber_that_stops_reading_is_cut_off_and_can_resume() {
     let big: Vec<String> = (0..3000).map(|i| format!("{i:04}{}", "x".repeat(2000))).collect();
-    let mock = MockServer::start(vec![Reply::Text { chunks: big, usage: None, delay_ms: 0, finish_reason: None }]).await;
+    let mock =
+        MockServer::start(vec![Reply::Text { chunks: big, usage: None, delay_ms: 0, finish_reason: None }]).await;
     let d = daemon(&mock.base_url(), &[]).await;
     let c = client();
     let sid = new_session(&c, &d.base, json!({})).await;

@@ -7,6 +7,7 @@ mod worker;
 mod approval;
 mod cancel;
 mod errors;
+mod faults;
 mod golden;
 mod http;
 mod protocol;

@@ -13,7 +13,7 @@ pub const LINE_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Worker {
     pub child: Child,
     stdin: Option<ChildStdin>,
-    lines: Lines<BufReader<ChildStdout>>,
+    lines: Option<Lines<BufReader<ChildStdout>>>,
     /// Every line read so far, in order.
     pub seen: Vec<Value>,
     pub workspace: tempfile::TempDir,
@@ -41,7 +41,7 @@ impl Worker {
         let mut child = cmd.spawn().expect("spawn pirn");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout");
-        Worker { child, stdin, lines: BufReader::new(stdout).lines(), seen: Vec::new(), workspace }
+        Worker { child, stdin, lines: Some(BufReader::new(stdout).lines()), seen: Vec::new(), workspace }
     }
 
     /// Spawns and initialises with all six tools; returns the worker and init_ok.
@@ -77,6 +77,18 @@ impl Worker {
         self.stdin = None;
     }
 
+    /// Closes our end of pirn's stdout (pirn's writes then fail with EPIPE).
+    pub fn drop_stdout(&mut self) {
+        self.lines = None;
+    }
+
+    /// Writes a line; an error when pirn has gone away.
+    pub async fn try_write(&mut self, v: Value) -> std::io::Result<()> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| std::io::Error::other("stdin closed"))?;
+        stdin.write_all(format!("{v}\n").as_bytes()).await?;
+        stdin.flush().await
+    }
+
     /// The next line, parsed; panics after [`LINE_TIMEOUT`] or at EOF.
     pub async fn next(&mut self) -> Value {
         self.try_next(LINE_TIMEOUT).await.expect("a line from pirn")
@@ -84,7 +96,8 @@ impl Worker {
 
     /// The next line within `timeout`; `None` at EOF or timeout.
     pub async fn try_next(&mut self, timeout: Duration) -> Option<Value> {
-        let line = tokio::time::timeout(timeout, self.lines.next_line()).await.ok()?.expect("read stdout")?;
+        let lines = self.lines.as_mut().expect("stdout open");
+        let line = tokio::time::timeout(timeout, lines.next_line()).await.ok()?.expect("read stdout")?;
         let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
         assert!(v.is_object(), "not an object: {line}");
         self.seen.push(v.clone());
