@@ -10,6 +10,7 @@ mod errors;
 mod faults;
 mod golden;
 mod http;
+mod interleavings;
 mod protocol;
 mod run_cmd;
 mod tools;

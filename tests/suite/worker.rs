@@ -84,8 +84,13 @@ impl Worker {
 
     /// Writes a line; an error when pirn has gone away.
     pub async fn try_write(&mut self, v: Value) -> std::io::Result<()> {
+        self.write_raw_checked(format!("{v}\n").as_bytes()).await
+    }
+
+    /// Writes bytes; an error when pirn has gone away.
+    pub async fn write_raw_checked(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let stdin = self.stdin.as_mut().ok_or_else(|| std::io::Error::other("stdin closed"))?;
-        stdin.write_all(format!("{v}\n").as_bytes()).await?;
+        stdin.write_all(bytes).await?;
         stdin.flush().await
     }
 
