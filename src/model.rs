@@ -101,7 +101,7 @@ impl Endpoint {
     /// output. Errors: connection failures and timeouts (retryable), HTTP
     /// errors (retryable for 408/409/429/5xx), all as [`ModelError`].
     pub async fn open(&self, body: Bytes) -> Result<ChatStream, ModelError> {
-        let http = http_client()?;
+        let http = http_client(!self.chat_url.starts_with("http://"))?;
         let mut tries = 0;
         loop {
             tries += 1;
@@ -148,21 +148,24 @@ impl Endpoint {
     }
 }
 
-/// The process-wide HTTP client, built on first use.
-fn http_client() -> Result<&'static reqwest::Client, ModelError> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(15))
-                .tcp_nodelay(true)
-                .pool_idle_timeout(Duration::from_secs(60))
-                .build()
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))
-        })
-        .as_ref()
-        .map_err(|e| ModelError::transport("client", e.clone()))
+/// The process-wide HTTP clients, built on first use: one for `https://`
+/// endpoints (TLS with the platform's roots) and one for `http://` ones,
+/// which never loads a certificate store.
+fn http_client(tls: bool) -> Result<&'static reqwest::Client, ModelError> {
+    static TLS: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    static PLAIN: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    let cell = if tls { &TLS } else { &PLAIN };
+    cell.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(60));
+        let builder = if tls { builder } else { builder.tls_certs_only(std::iter::empty()) };
+        builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
+    })
+    .as_ref()
+    .map_err(|e| ModelError::transport("client", e.clone()))
 }
 
 /// Reads at most [`ERROR_BODY_CAP`] bytes of an error response, bounded in time.

@@ -356,14 +356,18 @@ async fn websocket_carries_the_stdio_protocol() {
     ws.send(Message::Text(json!({"type": "status", "id": "st"}).to_string().into())).await.unwrap();
     ws.send(Message::Text(json!({"type": "send", "id": "w1", "message": "hi"}).to_string().into())).await.unwrap();
     ws.send(Message::Text("not json".into())).await.unwrap();
-    let mut got = Vec::new();
-    while let Some(Ok(Message::Text(t))) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
-        let v: Value = serde_json::from_str(&t).unwrap();
-        let done = v["type"] == "result" && v["id"] == "w1";
-        got.push(v);
-        if done {
-            break;
-        }
+    // The three answers arrive in any order: read until all are in.
+    let mut got: Vec<Value> = Vec::new();
+    let complete = |got: &[Value]| {
+        got.iter().any(|v| v["type"] == "result" && v["id"] == "w1")
+            && got.iter().any(|v| v["type"] == "result" && v["id"] == "unknown")
+            && got.iter().any(|v| v["type"] == "status_ok")
+    };
+    while !complete(&got) {
+        let Some(Ok(Message::Text(t))) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() else {
+            panic!("socket closed early: {got:?}");
+        };
+        got.push(serde_json::from_str(&t).unwrap());
     }
     assert!(got.iter().any(|v| v["type"] == "status_ok" && v["id"] == "st"));
     assert!(
@@ -375,7 +379,7 @@ async fn websocket_carries_the_stdio_protocol() {
         .map(|v| v["event"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(text, "over ws");
-    assert_eq!(got.last().unwrap()["response"], "over ws");
+    assert_eq!(got.iter().find(|v| v["id"] == "w1").unwrap()["response"], "over ws");
 }
 
 #[tokio::test]
