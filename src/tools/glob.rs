@@ -99,7 +99,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     if found.is_empty() {
         return ToolOutput::ok(format!("no files match {pattern:?} under {}", ctx.display(&root)));
     }
-    found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    // Newest first; ties (files unpacked together share an mtime) broken by
+    // the path's bytes: Path's own ordering walks components and costs more
+    // than the walk itself on a large tree.
+    use std::os::unix::ffi::OsStrExt;
+    found.sort_unstable_by(|a, b| {
+        b.0.cmp(&a.0).then_with(|| a.1.as_os_str().as_bytes().cmp(b.1.as_os_str().as_bytes()))
+    });
     let total = found.len();
     let mut out = String::new();
     for (_, p) in found.iter().take(MAX_RESULTS) {
