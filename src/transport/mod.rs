@@ -3,6 +3,7 @@
 
 pub mod http;
 pub mod hub;
+pub mod pipe_writer;
 pub mod run;
 pub mod stdio;
 pub mod writer;

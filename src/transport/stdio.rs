@@ -14,6 +14,7 @@ use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
 use crate::approval::AnswerError;
 use crate::session::{Outbox, SendRejected, Session, SessionSettings};
+use crate::transport::pipe_writer::PipeWriter;
 use crate::transport::writer::{self, Format};
 use crate::wire::{
     self, DecodeError, ErrorCode, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES, PROTOCOL_VERSION,
@@ -25,9 +26,22 @@ pub const EXIT_STDOUT_CLOSED: i32 = 3;
 
 /// Runs the worker until shutdown; returns the process exit code.
 pub async fn serve() -> i32 {
-    let w = writer::spawn(std::io::stdout(), Format::Jsonl);
-    let mut worker = Worker { outbox: w.outbox.clone(), session: None };
-    let end = worker.read_loop(tokio::io::stdin(), w.dead.clone()).await;
+    // The runtime-thread writer when stdout is a pipe or socket, else the
+    // thread writer (terminals, files).
+    enum Out {
+        Pipe(PipeWriter),
+        Thread(writer::Writer),
+    }
+    let out = match PipeWriter::spawn_if_pipe() {
+        Some(p) => Out::Pipe(p),
+        None => Out::Thread(writer::spawn(std::io::stdout(), Format::Jsonl)),
+    };
+    let (outbox, dead) = match &out {
+        Out::Pipe(p) => (p.outbox.clone(), p.dead.clone()),
+        Out::Thread(w) => (w.outbox.clone(), w.dead.clone()),
+    };
+    let mut worker = Worker { outbox, session: None };
+    let end = worker.read_loop(tokio::io::stdin(), dead).await;
     if let Some(session) = worker.session.take() {
         session.shutdown().await;
     }
@@ -35,9 +49,14 @@ pub async fn serve() -> i32 {
         let _ = worker.outbox.send(Response::ShutdownOk(IdOnly { id: id.clone() })).await;
     }
     drop(worker);
-    drop(w.outbox);
-    let report = w.thread.join().unwrap_or_default();
-    if report.error.is_some() || end == End::StdoutClosed { EXIT_STDOUT_CLOSED } else { 0 }
+    let failed = match out {
+        Out::Pipe(p) => p.finish().await.is_some(),
+        Out::Thread(w) => {
+            drop(w.outbox);
+            w.thread.join().unwrap_or_default().error.is_some()
+        }
+    };
+    if failed || end == End::StdoutClosed { EXIT_STDOUT_CLOSED } else { 0 }
 }
 
 #[derive(Debug, PartialEq, Eq)]

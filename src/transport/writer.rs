@@ -73,22 +73,16 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<Response>, out: W, format: Format
     let mut line: Vec<u8> = Vec::with_capacity(4096);
     let mut report = WriterReport::default();
     while let Some(mut msg) = rx.blocking_recv() {
-        seq.stamp(&mut msg);
         let written = match format {
             Format::Jsonl => {
                 line.clear();
-                match serde_json::to_writer(&mut line, &msg) {
-                    Ok(()) => {
-                        line.push(b'\n');
-                        out.write_all(&line)
-                    }
-                    Err(e) => {
-                        tracing::error!("cannot serialise a response: {e}");
-                        Ok(())
-                    }
-                }
+                encode_line(&mut seq, &mut msg, &mut line);
+                out.write_all(&line)
             }
-            Format::Text => write_text(&mut out, &msg),
+            Format::Text => {
+                seq.stamp(&mut msg);
+                write_text(&mut out, &msg)
+            }
         };
         if let Response::Result(r) = msg {
             report.last_result = Some(r);
@@ -104,6 +98,15 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<Response>, out: W, format: Format
         report.error = Some(e);
     }
     report
+}
+
+/// Numbers `msg` (events) and appends it to `out` as one JSON line.
+pub(crate) fn encode_line(seq: &mut Sequencer, msg: &mut Response, out: &mut Vec<u8>) {
+    seq.stamp(msg);
+    match serde_json::to_writer(&mut *out, msg) {
+        Ok(()) => out.push(b'\n'),
+        Err(e) => tracing::error!("cannot serialise a response: {e}"),
+    }
 }
 
 /// The `text` format: deltas verbatim on stdout; tool calls and errors as
