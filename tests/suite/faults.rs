@@ -185,3 +185,47 @@ async fn the_workspace_changing_under_a_tool_is_a_clear_error() {
     let out = call_tool(&mut w, &mock, "read_file", json!({"file_path": "gone.txt"})).await;
     assert!(out.contains("no such file"), "{out}");
 }
+
+#[tokio::test]
+async fn a_tool_that_ignores_sigterm_and_forks_a_tree_is_killed_whole() {
+    let mock = MockServer::start(vec![]).await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    // Timeout: the whole tree goes.
+    let cmd = "trap '' TERM; (trap '' TERM; sleep 41.1) & (sleep 41.2 &); bash -c 'sleep 41.3' & sleep 41.4";
+    let t = Instant::now();
+    let out = call_tool(&mut w, &mock, "bash", json!({"command": cmd, "timeout_ms": 300})).await;
+    assert!(out.contains("timed out after 300 ms"), "{out}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        super::tools::processes_with("sleep 41.").is_empty(),
+        "survivors: {:?}",
+        super::tools::processes_with("sleep 41.")
+    );
+    // Cancel: the whole tree goes too.
+    mock.push(Reply::tool("bash", json!({"command": cmd.replace("41.", "42.")})));
+    w.write(json!({"type":"send","id":"c","message":"x"})).await;
+    w.until(|v| v["event"]["event"] == "tool_start").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    w.write(json!({"type":"cancel","id":"k","target_id":"c"})).await;
+    let (_, r) = w.result_for("c").await;
+    assert_eq!(r["error"]["code"], "cancelled");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        super::tools::processes_with("sleep 42.").is_empty(),
+        "survivors: {:?}",
+        super::tools::processes_with("sleep 42.")
+    );
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_inside_an_event_is_a_retryable_error() {
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"whole\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par".to_owned();
+    let mock = MockServer::start(vec![Reply::Raw { body }]).await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"x"})).await;
+    let (events, r) = w.result_for("s").await;
+    assert_eq!(events[0]["event"]["text"], "whole");
+    assert_eq!(r["error"]["code"], "provider_error");
+    assert_eq!(r["error"]["retryable"], true);
+}
