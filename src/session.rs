@@ -218,6 +218,14 @@ struct Queue {
     seen: HashSet<String>,
 }
 
+impl Queue {
+    /// Removes send `id` if it is still waiting.
+    fn remove_waiting(&mut self, id: &str) -> Option<Job> {
+        let at = self.waiting.iter().position(|j| j.id == id)?;
+        self.waiting.remove(at)
+    }
+}
+
 struct Shared {
     settings: Arc<SessionSettings>,
     outbox: Outbox,
@@ -291,10 +299,7 @@ impl Session {
             let shared = self.shared.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(limit).await;
-                let expired = {
-                    let mut q = shared.queue();
-                    q.waiting.iter().position(|j| j.id == id).and_then(|i| q.waiting.remove(i))
-                };
+                let expired = shared.queue().remove_waiting(&id);
                 if let Some(job) = expired {
                     let error = ErrorEnvelope {
                         code: ErrorCode::QueueTimeout,
@@ -313,10 +318,12 @@ impl Session {
     /// Cancels send `id` only if it is still waiting (a client that gave up
     /// on a queued send). Returns whether it was.
     pub async fn cancel_if_queued(&self, id: &str) -> bool {
-        let removed = {
-            let mut q = self.shared.queue();
-            q.waiting.iter().position(|j| j.id == id).and_then(|i| q.waiting.remove(i))
-        };
+        let removed = self.shared.queue().remove_waiting(id);
+        self.answer_removed(removed).await
+    }
+
+    /// Answers a send taken off the queue with its cancelled result.
+    async fn answer_removed(&self, removed: Option<Job>) -> bool {
         match removed {
             Some(job) => {
                 self.answer_cancelled(job).await;
@@ -344,21 +351,17 @@ impl Session {
     /// result here. Unknown or finished sends are ignored. Returns whether
     /// something was cancelled.
     pub async fn cancel(&self, target: &str) -> bool {
+        // One lock for both checks: the runner cannot move the send from the
+        // queue to active in between.
         let removed = {
             let mut q = self.shared.queue();
             if let Some((_, token)) = q.active.as_ref().filter(|(id, _)| id == target) {
                 token.cancel();
                 return true;
             }
-            q.waiting.iter().position(|j| j.id == target).and_then(|i| q.waiting.remove(i))
+            q.remove_waiting(target)
         };
-        match removed {
-            Some(job) => {
-                self.answer_cancelled(job).await;
-                true
-            }
-            None => false,
-        }
+        self.answer_removed(removed).await
     }
 
     async fn answer_cancelled(&self, job: Job) {
