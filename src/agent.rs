@@ -104,7 +104,7 @@ pub async fn run(
             messages: conv.messages(),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
-            tools: &settings.tool_specs,
+            tools: settings.tool_specs(),
             temperature: settings.temperature,
             max_tokens: settings.max_tokens,
         }) {

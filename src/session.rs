@@ -61,7 +61,8 @@ pub struct SessionSettings {
     /// Enabled tool names (known ones only).
     pub tools: Vec<String>,
     /// Chat-completions `tools` entries for the enabled tools.
-    pub tool_specs: Vec<Value>,
+    /// Built by the first send that needs them ([`SessionSettings::tool_specs`]).
+    tool_specs: std::sync::OnceLock<Vec<Value>>,
     pub max_iterations: u32,
     pub correlation: Correlation,
     /// Canonical workspace directory.
@@ -145,7 +146,7 @@ impl SessionSettings {
             } else {
                 config.system_prompt.clone()
             },
-            tool_specs: tools::specs(&tools),
+            tool_specs: std::sync::OnceLock::new(),
             tools,
             max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             workspace,
@@ -162,6 +163,14 @@ impl SessionSettings {
             max_queue: None,
             queue_timeout: None,
         })
+    }
+}
+
+impl SessionSettings {
+    /// Chat-completions `tools` entries for the enabled tools, built on first
+    /// use (nothing tool-related is built before a send needs it).
+    pub fn tool_specs(&self) -> &[Value] {
+        self.tool_specs.get_or_init(|| tools::specs(&self.tools))
     }
 }
 
