@@ -192,11 +192,13 @@ fn subject(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
 }
 
 /// Why an answer was not taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerError {
     /// No request with that id was ever made here.
+    #[error("no permission request with this request_id")]
     Unknown,
     /// Another answer (or the timeout) came first.
+    #[error("this permission request was already answered or has expired")]
     AlreadyAnswered,
 }
 

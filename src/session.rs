@@ -28,8 +28,8 @@ use crate::conversation::Conversation;
 use crate::model::Endpoint;
 use crate::tools;
 use crate::wire::{
-    Correlation, Decision, ErrorCode, ErrorEnvelope, Event, EventMsg, InitConfig, Response, SendResult, Status,
-    StatusOk,
+    Correlation, Decision, ErrorCode, ErrorEnvelope, Event, EventMsg, InitConfig, Request, Response, SendResult,
+    Status, StatusOk,
 };
 
 /// Where a session's output goes, in order. Bounded: a reader that stops
@@ -200,13 +200,13 @@ impl Emitter {
 }
 
 /// Why a send was not accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SendRejected {
-    /// A send with this id was already accepted in this session.
+    #[error("a send with this id was already accepted in this session")]
     DuplicateId,
-    /// `max_queue` sends are already waiting.
+    #[error("too many sends are waiting")]
     QueueFull,
-    /// The session is shutting down.
+    #[error("the session is shutting down")]
     Closing,
 }
 
@@ -376,6 +376,34 @@ impl Session {
     async fn answer_cancelled(&self, job: Job) {
         let result = SendResult::error(job.id, ErrorEnvelope::cancelled(), self.shared.settings.correlation.clone());
         let _ = self.shared.outbox.send(Response::Result(result)).await;
+    }
+
+    /// Handles the in-session requests every transport shares (`send`,
+    /// `status`, `cancel`, `permission_response`) and returns the reply that
+    /// goes to the requester alone: `status_ok`, or a `protocol_error` result.
+    /// `init` and `shutdown` belong to the transport; given here they get
+    /// `protocol_error` too.
+    pub async fn handle(&self, request: Request) -> Option<Response> {
+        let refuse = |id: String, message: String| {
+            let error = ErrorEnvelope::new(ErrorCode::ProtocolError, message);
+            Some(Response::Result(SendResult::error(id, error, self.shared.settings.correlation.clone())))
+        };
+        match request {
+            Request::Send(s) => self.send(s.id.clone(), s.message).err().and_then(|e| refuse(s.id, e.to_string())),
+            Request::Status(r) => Some(Response::StatusOk(self.status(r.id))),
+            Request::Cancel(c) => {
+                self.cancel(&c.target_id).await;
+                None
+            }
+            Request::PermissionResponse(p) if !self.shared.settings.permission_responses => {
+                refuse(p.id, "permission_response needs config.permission_responses: true in init".to_owned())
+            }
+            Request::PermissionResponse(p) => {
+                self.answer_permission(&p.request_id, p.decision).err().and_then(|e| refuse(p.id, e.to_string()))
+            }
+            Request::Init(r) => refuse(r.id.clone(), "the session is already initialized".to_owned()),
+            Request::Shutdown(r) => refuse(r.id, "shutdown is handled by the transport".to_owned()),
+        }
     }
 
     /// Answers a pending `permission_request` (first answer wins).

@@ -369,7 +369,7 @@ async fn create_send(
             "QUEUE_FULL",
             format!("{MAX_QUEUE} sends are already waiting; try again later"),
         ),
-        SendRejected::Closing => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", "the session is shutting down"),
+        e @ SendRejected::Closing => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
     })?;
     match live {
         None => Ok((StatusCode::ACCEPTED, axum::Json(json!({"send_id": send_id}))).into_response()),
@@ -497,11 +497,9 @@ async fn permission(
     let body: PermissionBody = json_body(body).await?;
     match s.session.answer_permission(&request_id, body.decision) {
         Ok(()) => Ok(StatusCode::NO_CONTENT),
-        Err(AnswerError::AlreadyAnswered) => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "ALREADY_ANSWERED",
-            "this permission request was already answered or has expired",
-        )),
+        Err(e @ AnswerError::AlreadyAnswered) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "ALREADY_ANSWERED", e.to_string()))
+        }
         Err(AnswerError::Unknown) => {
             Err(ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", format!("no permission request {request_id:?}")))
         }
@@ -557,25 +555,8 @@ async fn ws_request(s: &HttpSession, line: &[u8]) -> Option<String> {
         Err(e) => return error(e.id, &e.message),
     };
     match req {
-        WireRequest::Send(r) => match s.session.send(r.id.clone(), r.message) {
-            Ok(()) => None,
-            Err(SendRejected::DuplicateId) => error(r.id, "a send with this id was already accepted in this session"),
-            Err(SendRejected::QueueFull) => error(r.id, "QUEUE_FULL: too many sends are waiting"),
-            Err(SendRejected::Closing) => error(r.id, "the session is shutting down"),
-        },
-        WireRequest::Status(r) => serde_json::to_string(&wire::Response::StatusOk(s.session.status(r.id))).ok(),
-        WireRequest::Cancel(r) => {
-            s.session.cancel(&r.target_id).await;
-            None
-        }
-        WireRequest::PermissionResponse(p) => match s.session.answer_permission(&p.request_id, p.decision) {
-            Ok(()) => None,
-            Err(AnswerError::Unknown) => error(p.id, "no permission request with this request_id"),
-            Err(AnswerError::AlreadyAnswered) => {
-                error(p.id, "this permission request was already answered or has expired")
-            }
-        },
         WireRequest::Init(r) => error(r.id.clone(), "the session is created with POST /v1/sessions"),
         WireRequest::Shutdown(r) => error(r.id, "end the session with DELETE /v1/sessions/{id}"),
+        other => s.session.handle(other).await.and_then(|reply| serde_json::to_string(&reply).ok()),
     }
 }

@@ -12,8 +12,7 @@ use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
-use crate::approval::AnswerError;
-use crate::session::{Outbox, SendRejected, Session, SessionSettings};
+use crate::session::{Outbox, Session, SessionSettings};
 use crate::transport::pipe_writer::PipeWriter;
 use crate::transport::writer::{self, Format};
 use crate::wire::{
@@ -141,47 +140,8 @@ impl Worker {
                     self.protocol_error(other.id().to_owned(), "not initialized: send init first".to_owned()).await;
                     return None;
                 };
-                match other {
-                    Request::Send(s) => match session.send(s.id.clone(), s.message) {
-                        Ok(()) => {}
-                        Err(SendRejected::DuplicateId) => {
-                            self.protocol_error(
-                                s.id,
-                                "a send with this id was already accepted in this session".to_owned(),
-                            )
-                            .await;
-                        }
-                        Err(SendRejected::QueueFull) => {
-                            self.protocol_error(s.id, "too many sends are waiting".to_owned()).await;
-                        }
-                        Err(SendRejected::Closing) => {
-                            self.protocol_error(s.id, "the session is shutting down".to_owned()).await;
-                        }
-                    },
-                    Request::Status(IdOnly { id }) => {
-                        let status = session.status(id);
-                        let _ = self.outbox.send(Response::StatusOk(status)).await;
-                    }
-                    Request::Cancel(c) => {
-                        session.cancel(&c.target_id).await;
-                    }
-                    Request::PermissionResponse(p) => {
-                        let refusal = if !session.settings().permission_responses {
-                            Some("permission_response needs config.permission_responses: true in init")
-                        } else {
-                            match session.answer_permission(&p.request_id, p.decision) {
-                                Ok(()) => None,
-                                Err(AnswerError::Unknown) => Some("no permission request with this request_id"),
-                                Err(AnswerError::AlreadyAnswered) => {
-                                    Some("this permission request was already answered or has expired")
-                                }
-                            }
-                        };
-                        if let Some(message) = refusal {
-                            self.protocol_error(p.id, message.to_owned()).await;
-                        }
-                    }
-                    Request::Init(_) | Request::Shutdown(_) => {}
+                if let Some(reply) = session.handle(other).await {
+                    let _ = self.outbox.send(reply).await;
                 }
             }
         }

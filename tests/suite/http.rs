@@ -129,6 +129,11 @@ impl SseReader {
     }
 }
 
+/// `POST …/sends?stream=1` with a raw JSON body.
+async fn stream_send(c: &reqwest::Client, base: &str, sid: &str, body: &'static str) -> reqwest::Response {
+    c.post(format!("{base}/v1/sessions/{sid}/sends?stream=1")).body(body).send().await.unwrap()
+}
+
 async fn subscribe(c: &reqwest::Client, base: &str, sid: &str, last: Option<&str>) -> reqwest::Response {
     let mut req = c.get(format!("{base}/v1/sessions/{sid}/events"));
     if let Some(l) = last {
@@ -188,12 +193,7 @@ async fn a_streamed_send_ends_with_its_result() {
     let d = daemon(&mock.base_url(), &[]).await;
     let c = client();
     let sid = new_session(&c, &d.base, json!({})).await;
-    let resp = c
-        .post(format!("{}/v1/sessions/{sid}/sends?stream=1", d.base))
-        .body(r#"{"message":"hi","send_id":"s1"}"#)
-        .send()
-        .await
-        .unwrap();
+    let resp = stream_send(&c, &d.base, &sid, r#"{"message":"hi","send_id":"s1"}"#).await;
     assert_eq!(resp.status(), 200);
     let mut sse = SseReader::new(resp);
     let frames = sse.until_result("s1").await;
@@ -298,12 +298,7 @@ async fn a_streaming_client_that_leaves_withdraws_its_queued_send() {
     let mut sse = SseReader::new(subscribe(&c, &d.base, &sid, None).await);
     post(&c, &format!("{}/v1/sessions/{sid}/sends", d.base), json!({"message": "run", "send_id": "a"})).await;
     sse.next().await;
-    let resp = c
-        .post(format!("{}/v1/sessions/{sid}/sends?stream=1", d.base))
-        .body(r#"{"message":"later","send_id":"b"}"#)
-        .send()
-        .await
-        .unwrap();
+    let resp = stream_send(&c, &d.base, &sid, r#"{"message":"later","send_id":"b"}"#).await;
     assert_eq!(resp.status(), 200);
     drop(resp);
     let r = sse.until_result("b").await;
