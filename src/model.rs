@@ -33,6 +33,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(180);
 pub const MAX_TRIES: u32 = 3;
 /// Longest `Retry-After` pirn honours; a longer one ends the send at once.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Most bytes of text plus tool-call arguments one answer may stream; a
+/// server that streams past it without stopping ends the call.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 /// Bytes of an error body kept for the message.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
@@ -445,6 +448,10 @@ fn apply_event(acc: &mut Completion, data: &[u8], done: &mut bool) -> Result<Opt
         let total = if u.total_tokens == 0 { u.prompt_tokens + u.completion_tokens } else { u.total_tokens };
         acc.usage =
             Some(Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: total });
+    }
+    let streamed = acc.text.len() + acc.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+    if streamed > MAX_ANSWER_BYTES {
+        return Err(ModelError::stream(format!("the model's answer exceeds {MAX_ANSWER_BYTES} bytes")));
     }
     let mut text: Option<String> = None;
     for choice in chunk.choices {

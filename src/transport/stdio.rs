@@ -20,6 +20,10 @@ use crate::wire::{
     Request, Response, SendResult, UNKNOWN_ID,
 };
 
+/// Sends that may wait behind the running one; one more is refused with a
+/// `protocol_error` (each waiting send holds its message, up to 10 MiB).
+pub const MAX_WAITING_SENDS: usize = 1024;
+
 /// Exit code when stdout was closed by the reader.
 pub const EXIT_STDOUT_CLOSED: i32 = 3;
 
@@ -166,7 +170,8 @@ impl Worker {
             return;
         }
         match SessionSettings::from_init(&init.config) {
-            Ok(settings) => {
+            Ok(mut settings) => {
+                settings.max_queue = Some(MAX_WAITING_SENDS);
                 let reply = InitOk {
                     id: init.id,
                     session_id: settings.session_id.clone(),
