@@ -55,20 +55,20 @@ impl Rule {
     /// command line and `*` crosses `/`; for the file tools it is matched
     /// against the workspace-relative path and `*` stays within one directory
     /// (`**` crosses).
-    fn parse(text: &str) -> Result<Rule, String> {
+    fn parse(text: &str) -> Result<Rule, RuleError> {
         let t = text.trim();
         let (tool, pattern) = match t.find('(') {
             None => (t, None),
             Some(open) => {
                 let Some(inner) = t[open + 1..].strip_suffix(')') else {
-                    return Err(format!("permission rule {text:?} must look like tool(pattern)"));
+                    return Err(RuleError::Shape(text.to_owned()));
                 };
                 (&t[..open], Some(inner))
             }
         };
         let tool = tool.trim();
         if !crate::tools::ALL_TOOLS.contains(&tool) && tool != "*" {
-            return Err(format!("permission rule {text:?} names an unknown tool {tool:?}"));
+            return Err(RuleError::UnknownTool { rule: text.to_owned(), tool: tool.to_owned() });
         }
         let pattern = match pattern {
             None => None,
@@ -76,7 +76,7 @@ impl Rule {
                 GlobBuilder::new(p.trim())
                     .literal_separator(tool != "bash")
                     .build()
-                    .map_err(|e| format!("permission rule {text:?}: {e}"))?
+                    .map_err(|e| RuleError::Glob { rule: text.to_owned(), message: e.to_string() })?
                     .compile_matcher(),
             ),
         };
@@ -93,6 +93,20 @@ impl Rule {
             (Some(_), None) => false,
         }
     }
+}
+
+/// A `config.permissions` rule that cannot be used (fails `init`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// Not `tool` or `tool(pattern)`.
+    #[error("permission rule {0:?} must look like tool(pattern)")]
+    Shape(String),
+    /// The tool part names no tool pirn has (nor `*`).
+    #[error("permission rule {rule:?} names an unknown tool {tool:?}")]
+    UnknownTool { rule: String, tool: String },
+    /// The pattern is not a valid glob.
+    #[error("permission rule {rule:?}: {message}")]
+    Glob { rule: String, message: String },
 }
 
 /// What to do with a tool call.
@@ -116,7 +130,7 @@ pub struct Policy {
 
 impl Policy {
     /// Compiles the rules. Errors name the bad rule.
-    pub fn new(mode: ApprovalMode, rules: &PermissionRules) -> Result<Policy, String> {
+    pub fn new(mode: ApprovalMode, rules: &PermissionRules) -> Result<Policy, RuleError> {
         let compile = |list: &[String]| list.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
         Ok(Policy { mode, allow: compile(&rules.allow)?, deny: compile(&rules.deny)?, ask: compile(&rules.ask)? })
     }

@@ -1,13 +1,18 @@
 //! pirn: a headless coding-agent worker speaking the heddle headless protocol
 //! 0.2.0 (newline-delimited JSON on stdin/stdout).
 //!
-//! Layout: [`wire`] (message types, no I/O) → [`session`] (queue of sends,
-//! status, cancel) → [`agent`] (the turn loop) → [`model`] (the streamed
-//! OpenAI-compatible call) and [`tools`]; [`transport`] holds the thin
-//! front-ends that drive a session. `main.rs` is the command line only.
+//! Dependencies point one way:
+//! [`transport`] (stdio, `pirn run`, `pirn serve`) → [`session`] (queue of
+//! sends, status, cancel, one result per send) → [`agent`] (the turn loop)
+//! → [`conversation`], [`tools`], [`approval`], [`model`] (the streamed
+//! OpenAI-compatible call) → [`wire`] (message types, no I/O). [`config`]
+//! is built once per session from `init.config`, an [`config::Environment`]
+//! snapshot and the transport's [`config::Limits`]. `main.rs` is the
+//! command line only.
 
 pub mod agent;
 pub mod approval;
+pub mod config;
 pub mod conversation;
 pub mod model;
 pub mod session;

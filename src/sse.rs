@@ -14,9 +14,10 @@ use bytes::{Buf, BytesMut};
 pub const MAX_LINE: usize = 32 * 1024 * 1024;
 
 /// Decoding failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseError {
     /// A line (or an event's data) grew past the given limit in bytes.
+    #[error("SSE line longer than {0} bytes")]
     TooLong(usize),
 }
 
@@ -90,7 +91,7 @@ impl SseDecoder {
 
     /// At end of input: the pending event (data without its closing blank
     /// line, or a last line without newline), if any.
-    pub fn finish(&mut self) -> Result<Option<&[u8]>, SseError> {
+    pub fn end_of_input(&mut self) -> Result<Option<&[u8]>, SseError> {
         if self.returned {
             self.data.clear();
             self.has_data = false;
@@ -118,7 +119,7 @@ mod tests {
                 out.push(String::from_utf8(ev.to_vec()).unwrap());
             }
         }
-        if let Some(ev) = d.finish().unwrap() {
+        if let Some(ev) = d.end_of_input().unwrap() {
             out.push(String::from_utf8(ev.to_vec()).unwrap());
         }
         out

@@ -196,10 +196,13 @@ pub enum Decision {
 // Responses (pirn → client)
 // ---------------------------------------------------------------------------
 
-/// One stdout line. Discriminated by `type`.
+/// One line pirn writes (stdout, an SSE `data:`, a WebSocket frame).
+/// Discriminated by `type`. (Named apart from HTTP responses; its schema
+/// keeps the protocol's name, `Response`.)
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Response {
+#[schemars(rename = "Response")]
+pub enum OutgoingMessage {
     InitOk(InitOk),
     Event(EventMsg),
     Result(SendResult),
@@ -317,15 +320,15 @@ impl Event {
     }
 }
 
-impl Response {
+impl OutgoingMessage {
     /// The name of the line: the event's name for events, else the `type`.
     pub fn name(&self) -> &'static str {
         match self {
-            Response::InitOk(_) => "init_ok",
-            Response::Event(e) => e.event.name(),
-            Response::Result(_) => "result",
-            Response::StatusOk(_) => "status_ok",
-            Response::ShutdownOk(_) => "shutdown_ok",
+            OutgoingMessage::InitOk(_) => "init_ok",
+            OutgoingMessage::Event(e) => e.event.name(),
+            OutgoingMessage::Result(_) => "result",
+            OutgoingMessage::StatusOk(_) => "status_ok",
+            OutgoingMessage::ShutdownOk(_) => "shutdown_ok",
         }
     }
 }
@@ -374,6 +377,12 @@ pub struct SendResult {
 }
 
 impl SendResult {
+    /// A `protocol_error` result answering request `id` (or `"unknown"`):
+    /// the one constructor every transport uses for a refused line.
+    pub fn protocol_error(id: impl Into<String>, message: impl std::fmt::Display, correlation: Correlation) -> Self {
+        SendResult::error(id, ErrorEnvelope::new(ErrorCode::ProtocolError, message.to_string()), correlation)
+    }
+
     /// An error result with nothing run: protocol errors and sends cancelled
     /// or refused before they started.
     pub fn error(id: impl Into<String>, error: ErrorEnvelope, correlation: Correlation) -> Self {
@@ -466,8 +475,9 @@ pub enum ErrorCode {
 // ---------------------------------------------------------------------------
 
 /// Why a line is not a valid request. `id` is the line's id when one could be
-/// read, else `"unknown"`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// read, else `"unknown"`; the `Display` text is the protocol error's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct DecodeError {
     pub id: String,
     pub message: String,
@@ -510,15 +520,34 @@ pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
     serde_json::from_value(value).map_err(|e| fail(format!("invalid request: {e}")))
 }
 
+/// A client's `protocol_version` that this build cannot serve. The text is
+/// phrased as in the protocol document (`Client requested 1.0.0, server is
+/// 0.2.0`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    /// A different MAJOR version.
+    #[error("Client requested {requested}, server is {server}")]
+    Incompatible { requested: String, server: String },
+    /// Not `MAJOR.MINOR.PATCH`.
+    #[error("Client requested {requested:?}, which is not a semver version ({reason}); server is {server}")]
+    NotSemver { requested: String, reason: String, server: String },
+}
+
+impl From<&VersionError> for ErrorEnvelope {
+    fn from(e: &VersionError) -> Self {
+        ErrorEnvelope::new(ErrorCode::ProtocolVersionMismatch, e.to_string())
+    }
+}
+
 /// Parses a protocol version and checks it against [`PROTOCOL_VERSION`]:
-/// compatible when the MAJOR numbers match (semver). Returns the mismatch
-/// message, phrased as in the protocol document, when they do not.
-pub fn check_version(requested: &str) -> Result<(), String> {
-    let ours = semver::Version::parse(PROTOCOL_VERSION.trim()).map_err(|e| format!("bad PROTOCOL_VERSION: {e}"))?;
+/// compatible when the MAJOR numbers match (semver).
+pub fn check_version(requested: &str) -> Result<(), VersionError> {
+    let server = PROTOCOL_VERSION.to_owned();
+    let ours = semver::Version::parse(PROTOCOL_VERSION).unwrap_or(semver::Version::new(0, 0, 0));
     match semver::Version::parse(requested.trim()) {
         Ok(theirs) if theirs.major == ours.major => Ok(()),
-        Ok(_) => Err(format!("Client requested {requested}, server is {ours}")),
-        Err(e) => Err(format!("Client requested {requested:?}, which is not a semver version ({e}); server is {ours}")),
+        Ok(_) => Err(VersionError::Incompatible { requested: requested.to_owned(), server }),
+        Err(e) => Err(VersionError::NotSemver { requested: requested.to_owned(), reason: e.to_string(), server }),
     }
 }
 
@@ -533,11 +562,11 @@ pub struct Sequencer {
 }
 
 impl Sequencer {
-    /// Stamps `response` in place: events get the next number of their send;
+    /// Stamps `message` in place: events get the next number of their send;
     /// a result closes its send's counter.
-    pub fn stamp(&mut self, response: &mut Response) {
-        match response {
-            Response::Event(ev) => {
+    pub fn stamp(&mut self, message: &mut OutgoingMessage) {
+        match message {
+            OutgoingMessage::Event(ev) => {
                 let slot = match self.open.iter().position(|(id, _)| *id == ev.send_id) {
                     Some(i) => i,
                     None => {
@@ -548,7 +577,7 @@ impl Sequencer {
                 ev.event_seq = self.open[slot].1;
                 self.open[slot].1 += 1;
             }
-            Response::Result(r) => self.open.retain(|(id, _)| **id != *r.id),
+            OutgoingMessage::Result(r) => self.open.retain(|(id, _)| **id != *r.id),
             _ => {}
         }
     }
@@ -579,12 +608,13 @@ mod tests {
         assert!(check_version("0.9.1").is_ok());
         assert!(check_version("1.0.0").is_err());
         assert!(check_version("banana").is_err());
+        assert!(semver::Version::parse(PROTOCOL_VERSION).is_ok(), "PROTOCOL_VERSION is not semver");
     }
 
     #[test]
     fn sequencer_is_per_send_and_gapless() {
         let ev = |id: &str| {
-            Response::Event(EventMsg {
+            OutgoingMessage::Event(EventMsg {
                 event: Event::Heartbeat { duration_ms: 0 },
                 event_seq: 99,
                 send_id: id.into(),
@@ -596,15 +626,16 @@ mod tests {
         for id in ["a", "a", "b", "a"] {
             let mut r = ev(id);
             s.stamp(&mut r);
-            if let Response::Event(e) = r {
+            if let OutgoingMessage::Event(e) = r {
                 seqs.push(e.event_seq);
             }
         }
         assert_eq!(seqs, vec![0, 1, 0, 2]);
-        let mut done = Response::Result(SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default()));
+        let mut done =
+            OutgoingMessage::Result(SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default()));
         s.stamp(&mut done);
         let mut again = ev("a");
         s.stamp(&mut again);
-        assert!(matches!(again, Response::Event(EventMsg { event_seq: 0, .. })));
+        assert!(matches!(again, OutgoingMessage::Event(EventMsg { event_seq: 0, .. })));
     }
 }

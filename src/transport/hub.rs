@@ -6,15 +6,18 @@
 //! that serves `Last-Event-ID` replays, and the broadcast to live
 //! subscribers. A subscriber that falls more than [`LIVE_CAPACITY`] frames
 //! behind is dropped (it can resume from the ring) instead of slowing the
-//! session.
+//! session. [`Hub::close`] publishes what is still queued, then ends every
+//! subscriber's stream, so a server can stop gracefully without sleeping.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::session::{OUTBOX_CAPACITY, Outbox};
-use crate::wire::{Response, Sequencer};
+use crate::wire::{OutgoingMessage, Sequencer};
 
 /// Frames kept for replay (per session).
 pub const RING_CAPACITY: usize = 4096;
@@ -41,40 +44,63 @@ pub struct Frame {
 pub type Subscription = (Vec<Arc<Frame>>, broadcast::Receiver<Arc<Frame>>);
 
 /// Why a replay cannot be served.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReplayError {
     /// Frames after the given id were already evicted from the ring.
+    #[error("the frames after Last-Event-ID were evicted from the replay buffer")]
     Evicted,
+    /// The id was never issued (it is past the newest frame).
+    #[error("Last-Event-ID {0} is past the newest event")]
+    Future(u64),
 }
 
 struct Inner {
     ring: VecDeque<Arc<Frame>>,
     next_id: u64,
     seq: Sequencer,
+    /// `None` once the hub is closed: subscribers' streams end.
+    live: Option<broadcast::Sender<Arc<Frame>>>,
 }
 
 /// See the module doc.
 pub struct Hub {
     inner: Mutex<Inner>,
-    live: broadcast::Sender<Arc<Frame>>,
+    closing: CancellationToken,
+    pump: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Hub {
-    /// A hub and the outbox a session writes into; the pump task runs until
-    /// every outbox clone is dropped.
+    /// A hub and the outbox a session writes into. The pump task runs until
+    /// every outbox clone is dropped or [`Hub::close`] is called.
     pub fn start() -> (Arc<Hub>, Outbox) {
-        let (tx, mut rx) = mpsc::channel::<Response>(OUTBOX_CAPACITY);
+        let (tx, mut rx) = mpsc::channel::<OutgoingMessage>(OUTBOX_CAPACITY);
         let (live, _) = broadcast::channel(LIVE_CAPACITY);
         let hub = Arc::new(Hub {
-            inner: Mutex::new(Inner { ring: VecDeque::new(), next_id: 1, seq: Sequencer::default() }),
-            live,
+            inner: Mutex::new(Inner { ring: VecDeque::new(), next_id: 1, seq: Sequencer::default(), live: Some(live) }),
+            closing: CancellationToken::new(),
+            pump: Mutex::new(None),
         });
         let pump = hub.clone();
-        tokio::spawn(async move {
-            while let Some(msg) = rx.recv().await {
-                pump.publish(msg);
+        let handle = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    msg = rx.recv() => match msg {
+                        Some(m) => pump.publish(m),
+                        None => break,
+                    },
+                    _ = pump.closing.cancelled() => {
+                        rx.close();
+                        while let Some(m) = rx.recv().await {
+                            pump.publish(m);
+                        }
+                        break;
+                    }
+                }
             }
+            pump.lock().live = None;
         });
+        *hub.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
         (hub, tx)
     }
 
@@ -82,12 +108,12 @@ impl Hub {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn publish(&self, mut msg: Response) {
+    fn publish(&self, mut msg: OutgoingMessage) {
         let mut inner = self.lock();
         inner.seq.stamp(&mut msg);
         let (send_id, is_result) = match &msg {
-            Response::Event(e) => (Some(e.send_id.clone()), false),
-            Response::Result(r) => (Some(Arc::from(r.id.as_str())), true),
+            OutgoingMessage::Event(e) => (Some(e.send_id.clone()), false),
+            OutgoingMessage::Result(r) => (Some(Arc::from(r.id.as_str())), true),
             _ => (None, false),
         };
         let data = match serde_json::to_string(&msg) {
@@ -98,29 +124,109 @@ impl Hub {
             }
         };
         let frame = Arc::new(Frame { id: inner.next_id, event: msg.name(), data, send_id, is_result });
-        inner.next_id += 1;
+        inner.next_id = inner.next_id.saturating_add(1);
         if inner.ring.len() == RING_CAPACITY {
             inner.ring.pop_front();
         }
         inner.ring.push_back(frame.clone());
         // No receivers is fine: nobody is listening right now.
-        let _ = self.live.send(frame);
+        if let Some(live) = &inner.live {
+            let _ = live.send(frame);
+        }
     }
 
-    /// Frames after `last_id` (all retained frames are not replayed when
-    /// `None`) and a live receiver that continues exactly where they stop.
+    /// Frames after `last_id` (none are replayed when `None`) and a live
+    /// receiver that continues exactly where they stop (already closed when
+    /// the hub is).
+    ///
+    /// Errors: [`ReplayError::Evicted`] when frames after `last_id` left the
+    /// ring; [`ReplayError::Future`] when `last_id` was never issued.
     pub fn subscribe(&self, last_id: Option<u64>) -> Result<Subscription, ReplayError> {
         let inner = self.lock();
         let replay = match last_id {
             None => Vec::new(),
+            Some(last) if last >= inner.next_id => return Err(ReplayError::Future(last)),
             Some(last) => {
                 let oldest = inner.ring.front().map(|f| f.id).unwrap_or(inner.next_id);
-                if last + 1 < oldest {
+                if last.saturating_add(1) < oldest {
                     return Err(ReplayError::Evicted);
                 }
                 inner.ring.iter().filter(|f| f.id > last).cloned().collect()
             }
         };
-        Ok((replay, self.live.subscribe()))
+        let live = match &inner.live {
+            Some(live) => live.subscribe(),
+            None => broadcast::channel(1).1,
+        };
+        Ok((replay, live))
+    }
+
+    /// Publishes what the session still queued, then ends every
+    /// subscriber's stream. Call after the session has shut down.
+    pub async fn close(&self) {
+        self.closing.cancel();
+        let pump = self.pump.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(pump) = pump {
+            let _ = pump.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Correlation, ErrorEnvelope, Event, EventMsg, SendResult};
+
+    fn delta(send: &str) -> OutgoingMessage {
+        OutgoingMessage::Event(EventMsg {
+            event: Event::ContentDelta { text: "x".into() },
+            event_seq: 0,
+            send_id: send.into(),
+            correlation: Correlation::default(),
+        })
+    }
+
+    fn ids(frames: &[Arc<Frame>]) -> Vec<u64> {
+        frames.iter().map(|f| f.id).collect()
+    }
+
+    #[tokio::test]
+    async fn replay_continues_exactly_after_last_event_id() {
+        let (hub, outbox) = Hub::start();
+        for _ in 0..3 {
+            outbox.send(delta("a")).await.unwrap();
+        }
+        let (replay, mut live) = loop {
+            let sub = hub.subscribe(Some(1));
+            if sub.as_ref().is_ok_and(|(r, _)| r.len() == 2) {
+                break sub.unwrap();
+            }
+            tokio::task::yield_now().await;
+        };
+        assert_eq!(ids(&replay), [2, 3]);
+        let result = SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default());
+        outbox.send(OutgoingMessage::Result(result)).await.unwrap();
+        let next = live.recv().await.unwrap();
+        assert_eq!((next.id, next.is_result, next.event), (4, true, "result"));
+        assert_eq!(hub.subscribe(Some(4)).map(|(r, _)| r.len()), Ok(0));
+        assert_eq!(hub.subscribe(Some(5)).err(), Some(ReplayError::Future(5)));
+        assert_eq!(hub.subscribe(Some(u64::MAX)).err(), Some(ReplayError::Future(u64::MAX)));
+        hub.close().await;
+        assert!(live.recv().await.is_err(), "closing ends live streams");
+    }
+
+    #[tokio::test]
+    async fn frames_past_the_ring_are_evicted_and_event_seq_is_per_send() {
+        let (hub, outbox) = Hub::start();
+        for i in 0..RING_CAPACITY + 10 {
+            outbox.send(delta(if i % 2 == 0 { "a" } else { "b" })).await.unwrap();
+        }
+        drop(outbox);
+        hub.close().await;
+        assert_eq!(hub.subscribe(Some(5)).err(), Some(ReplayError::Evicted));
+        let (replay, _) = hub.subscribe(Some(10)).unwrap();
+        assert_eq!(replay.len(), RING_CAPACITY);
+        let last: serde_json::Value = serde_json::from_str(&replay[RING_CAPACITY - 1].data).unwrap();
+        assert_eq!(last["event_seq"], (RING_CAPACITY + 10) / 2 - 1);
     }
 }

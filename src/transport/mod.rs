@@ -1,9 +1,16 @@
 //! Front-ends over the session API. Each one reads requests its own way and
 //! hands responses to a single writer; none holds agent logic.
+//!
+//! - [`stdio`]: the JSONL worker; [`run`]: `pirn run` and `pirn tool`;
+//! - [`http`]: `pirn serve` (HTTP, SSE, WebSocket), each session's output
+//!   through its [`hub`];
+//! - [`writer`] and [`pipe_writer`]: the two single writers of stdout;
+//! - [`signal`]: the SIGTERM/SIGINT future all of them stop on.
 
 pub mod http;
 pub mod hub;
 pub mod pipe_writer;
 pub mod run;
+pub mod signal;
 pub mod stdio;
 pub mod writer;

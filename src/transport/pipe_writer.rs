@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::writer::encode_line;
 use crate::session::{OUTBOX_CAPACITY, Outbox};
-use crate::wire::{Response, Sequencer};
+use crate::wire::{OutgoingMessage, Sequencer};
 
 /// Most bytes gathered into one write.
 const BATCH_BYTES: usize = 1 << 20;
@@ -34,7 +34,7 @@ const BATCH_BYTES: usize = 1 << 20;
 pub struct PipeWriter {
     pub outbox: Outbox,
     /// Cancelled when a write fails (EPIPE: the reader went away).
-    pub dead: CancellationToken,
+    pub stdout_closed: CancellationToken,
     task: JoinHandle<Option<io::Error>>,
     /// stdout's file status flags before `O_NONBLOCK` was added.
     old_flags: libc::c_int,
@@ -78,15 +78,15 @@ impl PipeWriter {
             }
         };
         let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
-        let dead = CancellationToken::new();
-        let task = tokio::spawn(write_loop(rx, fd, dead.clone()));
-        Some(PipeWriter { outbox: tx, dead, task, old_flags })
+        let stdout_closed = CancellationToken::new();
+        let task = tokio::spawn(write_loop(rx, fd, stdout_closed.clone()));
+        Some(PipeWriter { outbox: tx, stdout_closed, task, old_flags })
     }
 
     /// Waits until everything queued is written (every outbox clone must be
     /// dropped first), restores stdout's flags, and returns the write error
     /// that stopped it, if any.
-    pub async fn finish(self) -> Option<io::Error> {
+    pub async fn close(self) -> Option<io::Error> {
         drop(self.outbox);
         let error = self.task.await.unwrap_or(None);
         // SAFETY: restoring fd 1's original flags.
@@ -95,7 +95,11 @@ impl PipeWriter {
     }
 }
 
-async fn write_loop(mut rx: mpsc::Receiver<Response>, fd: AsyncFd<File>, dead: CancellationToken) -> Option<io::Error> {
+async fn write_loop(
+    mut rx: mpsc::Receiver<OutgoingMessage>,
+    fd: AsyncFd<File>,
+    stdout_closed: CancellationToken,
+) -> Option<io::Error> {
     let mut seq = Sequencer::default();
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     while let Some(mut msg) = rx.recv().await {
@@ -109,7 +113,7 @@ async fn write_loop(mut rx: mpsc::Receiver<Response>, fd: AsyncFd<File>, dead: C
         }
         if let Err(e) = write_all(&fd, &buf).await {
             tracing::debug!("stdout closed: {e}");
-            dead.cancel();
+            stdout_closed.cancel();
             return Some(e);
         }
     }

@@ -4,7 +4,9 @@
 //! Owns: the mapping from the send's result to the exit code ([`exit_code`]),
 //! and SIGINT handling (cancel, print the cancelled result, exit 130).
 
-use crate::session::{Session, SessionSettings};
+use crate::config::{Environment, Limits};
+use crate::session::{OpenError, Session};
+use crate::transport::signal::shutdown_signal;
 use crate::transport::writer::{self, Format};
 use crate::wire::{ErrorCode, InitConfig, SendResult, Status};
 
@@ -24,25 +26,27 @@ pub const EXIT_CANCELLED: i32 = 130;
 /// Runs `prompt` once with `config`; returns the exit code.
 #[allow(clippy::print_stderr)]
 pub async fn run(config: InitConfig, prompt: String, format: Format) -> i32 {
-    let settings = match SessionSettings::from_init(&config) {
+    let w = writer::spawn(std::io::stdout(), format);
+    let env = Environment::from_process();
+    let session = match Session::open(None, &config, &env, Limits::default(), w.outbox.clone()) {
         Ok(s) => s,
+        Err(OpenError::Config(e)) => {
+            eprintln!("pirn run: {e}");
+            return EXIT_USAGE;
+        }
         Err(e) => {
             eprintln!("pirn run: {e}");
             return EXIT_USAGE;
         }
     };
-    let w = writer::spawn(std::io::stdout(), format);
-    let session = Session::start(settings, w.outbox.clone());
     if session.send("1".to_owned(), prompt).is_err() {
         return EXIT_OTHER;
     }
-    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut signals = shutdown_signal();
     tokio::select! {
-        _ = session.finish() => {}
-        _ = async { match &mut int { Some(s) => { s.recv().await; } None => std::future::pending().await } } => session.shutdown().await,
-        _ = async { match &mut term { Some(s) => { s.recv().await; } None => std::future::pending().await } } => session.shutdown().await,
-        _ = w.dead.cancelled() => session.shutdown().await,
+        _ = session.drain() => {}
+        _ = signals.recv() => session.shutdown().await,
+        _ = w.stdout_closed.cancelled() => session.shutdown().await,
     }
     drop(session);
     drop(w.outbox);

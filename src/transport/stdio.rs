@@ -3,21 +3,24 @@
 //! Owns: reading request lines (bounded at [`MAX_LINE_BYTES`]; longer lines
 //! are discarded, invalid UTF-8 and bad JSON answered, never fatal),
 //! dispatching them to the session API while a send runs, the `init`
-//! handshake and version check, and the end of the process: `shutdown`,
-//! stdin EOF, SIGTERM, or stdout going away.
+//! handshake, and the end of the process: `shutdown`, stdin EOF, SIGTERM or
+//! SIGINT, or stdout going away.
 //!
 //! A thin front-end: all behaviour of sends lives in `session` and `agent`.
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
 
-use crate::session::{Outbox, Session, SessionSettings};
+use crate::config::{Environment, Limits};
+use crate::session::{OpenError, Outbox, Session};
 use crate::transport::pipe_writer::PipeWriter;
+use crate::transport::signal::shutdown_signal;
 use crate::transport::writer::{self, Format};
 use crate::wire::{
-    self, DecodeError, ErrorCode, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES, PROTOCOL_VERSION,
-    Request, Response, SendResult, UNKNOWN_ID,
+    self, DecodeError, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES, OutgoingMessage, PROTOCOL_VERSION,
+    Request, SendResult, UNKNOWN_ID,
 };
 
 /// Sends that may wait behind the running one; one more is refused with a
@@ -27,38 +30,61 @@ pub const MAX_WAITING_SENDS: usize = 1024;
 /// Exit code when stdout was closed by the reader.
 pub const EXIT_STDOUT_CLOSED: i32 = 3;
 
+/// stdout's single writer: the runtime-thread writer when stdout is a pipe
+/// or socket, else the thread writer (terminals, files).
+enum Stdout {
+    Pipe(PipeWriter),
+    Thread(writer::Writer),
+}
+
+impl Stdout {
+    fn start() -> Stdout {
+        match PipeWriter::spawn_if_pipe() {
+            Some(p) => Stdout::Pipe(p),
+            None => Stdout::Thread(writer::spawn(std::io::stdout(), Format::Jsonl)),
+        }
+    }
+
+    fn outbox(&self) -> Outbox {
+        match self {
+            Stdout::Pipe(p) => p.outbox.clone(),
+            Stdout::Thread(w) => w.outbox.clone(),
+        }
+    }
+
+    fn stdout_closed(&self) -> CancellationToken {
+        match self {
+            Stdout::Pipe(p) => p.stdout_closed.clone(),
+            Stdout::Thread(w) => w.stdout_closed.clone(),
+        }
+    }
+
+    /// Writes what is queued (every other outbox clone must be gone) and
+    /// returns whether a write failed.
+    async fn close(self) -> bool {
+        match self {
+            Stdout::Pipe(p) => p.close().await.is_some(),
+            Stdout::Thread(w) => {
+                drop(w.outbox);
+                w.thread.join().unwrap_or_default().error.is_some()
+            }
+        }
+    }
+}
+
 /// Runs the worker until shutdown; returns the process exit code.
 pub async fn serve() -> i32 {
-    // The runtime-thread writer when stdout is a pipe or socket, else the
-    // thread writer (terminals, files).
-    enum Out {
-        Pipe(PipeWriter),
-        Thread(writer::Writer),
-    }
-    let out = match PipeWriter::spawn_if_pipe() {
-        Some(p) => Out::Pipe(p),
-        None => Out::Thread(writer::spawn(std::io::stdout(), Format::Jsonl)),
-    };
-    let (outbox, dead) = match &out {
-        Out::Pipe(p) => (p.outbox.clone(), p.dead.clone()),
-        Out::Thread(w) => (w.outbox.clone(), w.dead.clone()),
-    };
-    let mut worker = Worker { outbox, session: None };
-    let end = worker.read_loop(tokio::io::stdin(), dead).await;
+    let out = Stdout::start();
+    let mut worker = Worker { outbox: out.outbox(), session: None, env: Environment::from_process() };
+    let end = worker.read_loop(tokio::io::stdin(), out.stdout_closed()).await;
     if let Some(session) = worker.session.take() {
         session.shutdown().await;
     }
     if let End::Shutdown(id) = &end {
-        let _ = worker.outbox.send(Response::ShutdownOk(IdOnly { id: id.clone() })).await;
+        let _ = worker.outbox.send(OutgoingMessage::ShutdownOk(IdOnly { id: id.clone() })).await;
     }
     drop(worker);
-    let failed = match out {
-        Out::Pipe(p) => p.finish().await.is_some(),
-        Out::Thread(w) => {
-            drop(w.outbox);
-            w.thread.join().unwrap_or_default().error.is_some()
-        }
-    };
+    let failed = out.close().await;
     if failed || end == End::StdoutClosed { EXIT_STDOUT_CLOSED } else { 0 }
 }
 
@@ -74,17 +100,14 @@ enum End {
 struct Worker {
     outbox: Outbox,
     session: Option<Session>,
+    env: Environment,
 }
 
 impl Worker {
-    async fn read_loop<R: AsyncRead + Unpin>(
-        &mut self,
-        mut input: R,
-        dead: tokio_util::sync::CancellationToken,
-    ) -> End {
+    async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut input: R, stdout_closed: CancellationToken) -> End {
         let mut codec = LinesCodec::new_with_max_length(MAX_LINE_BYTES);
         let mut buf = BytesMut::with_capacity(64 * 1024);
-        let mut term = signal(tokio::signal::unix::SignalKind::terminate());
+        let mut signals = shutdown_signal();
         let mut eof = false;
         loop {
             loop {
@@ -97,11 +120,8 @@ impl Worker {
                     }
                     Ok(None) => break,
                     Err(LinesCodecError::MaxLineLengthExceeded) => {
-                        self.protocol_error(
-                            UNKNOWN_ID.to_owned(),
-                            format!("request line longer than {MAX_LINE_BYTES} bytes; discarded"),
-                        )
-                        .await;
+                        let message = format!("request line longer than {MAX_LINE_BYTES} bytes; discarded");
+                        self.protocol_error(UNKNOWN_ID.to_owned(), message).await;
                     }
                     Err(LinesCodecError::Io(e)) => {
                         self.protocol_error(UNKNOWN_ID.to_owned(), format!("request line is not valid UTF-8 ({e})"))
@@ -118,8 +138,8 @@ impl Worker {
                     Ok(0) | Err(_) => eof = true,
                     Ok(_) => {}
                 },
-                _ = recv(&mut term) => return End::Signal,
-                _ = dead.cancelled() => return End::StdoutClosed,
+                _ = signals.recv() => return End::Signal,
+                _ = stdout_closed.cancelled() => return End::StdoutClosed,
             }
         }
     }
@@ -131,8 +151,8 @@ impl Worker {
         }
         let request = match wire::decode_request(line) {
             Ok(r) => r,
-            Err(DecodeError { id, message }) => {
-                self.protocol_error(id, message).await;
+            Err(e @ DecodeError { .. }) => {
+                self.protocol_error(e.id.clone(), e).await;
                 return None;
             }
         };
@@ -141,7 +161,7 @@ impl Worker {
             Request::Shutdown(IdOnly { id }) => return Some(End::Shutdown(id)),
             other => {
                 let Some(session) = &self.session else {
-                    self.protocol_error(other.id().to_owned(), "not initialized: send init first".to_owned()).await;
+                    self.protocol_error(other.id().to_owned(), "not initialized: send init first").await;
                     return None;
                 };
                 if let Some(reply) = session.handle(other).await {
@@ -154,53 +174,31 @@ impl Worker {
 
     async fn init(&mut self, init: InitRequest) {
         if self.session.is_some() {
-            self.protocol_error(init.id, "already initialized".to_owned()).await;
+            self.protocol_error(init.id, "already initialized").await;
             return;
         }
-        if let Some(requested) = &init.protocol_version
-            && let Err(message) = wire::check_version(requested)
-        {
-            let reply = InitOk {
+        let limits = Limits { max_queue: Some(MAX_WAITING_SENDS), queue_timeout: None };
+        let opened =
+            Session::open(init.protocol_version.as_deref(), &init.config, &self.env, limits, self.outbox.clone());
+        let reply = match opened {
+            Ok(session) => {
+                let session_id = session.config().session_id.clone();
+                self.session = Some(session);
+                InitOk { id: init.id, session_id, protocol_version: PROTOCOL_VERSION.to_owned(), error: None }
+            }
+            Err(OpenError::Version(e)) => InitOk {
                 id: init.id,
                 session_id: String::new(),
                 protocol_version: PROTOCOL_VERSION.to_owned(),
-                error: Some(ErrorEnvelope::new(ErrorCode::ProtocolVersionMismatch, message)),
-            };
-            let _ = self.outbox.send(Response::InitOk(reply)).await;
-            return;
-        }
-        match SessionSettings::from_init(&init.config) {
-            Ok(mut settings) => {
-                settings.max_queue = Some(MAX_WAITING_SENDS);
-                let reply = InitOk {
-                    id: init.id,
-                    session_id: settings.session_id.clone(),
-                    protocol_version: PROTOCOL_VERSION.to_owned(),
-                    error: None,
-                };
-                self.session = Some(Session::start(settings, self.outbox.clone()));
-                let _ = self.outbox.send(Response::InitOk(reply)).await;
-            }
-            Err(message) => self.protocol_error(init.id, format!("invalid init: {message}")).await,
-        }
+                error: Some(ErrorEnvelope::from(&e)),
+            },
+            Err(e @ OpenError::Config(_)) => return self.protocol_error(init.id, e).await,
+        };
+        let _ = self.outbox.send(OutgoingMessage::InitOk(reply)).await;
     }
 
-    async fn protocol_error(&self, id: String, message: String) {
-        let correlation = self.session.as_ref().map(|s| s.settings().correlation.clone()).unwrap_or_default();
-        let result = SendResult::error(id, ErrorEnvelope::new(ErrorCode::ProtocolError, message), correlation);
-        let _ = self.outbox.send(Response::Result(result)).await;
-    }
-}
-
-fn signal(kind: tokio::signal::unix::SignalKind) -> Option<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(kind).ok()
-}
-
-async fn recv(sig: &mut Option<tokio::signal::unix::Signal>) {
-    match sig {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending().await,
+    async fn protocol_error(&self, id: String, message: impl std::fmt::Display) {
+        let correlation = self.session.as_ref().map(|s| s.config().correlation.clone()).unwrap_or_default();
+        let _ = self.outbox.send(OutgoingMessage::Result(SendResult::protocol_error(id, message, correlation))).await;
     }
 }

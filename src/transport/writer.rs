@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::{OUTBOX_CAPACITY, Outbox};
-use crate::wire::{Event, Response, SendResult, Sequencer};
+use crate::wire::{Event, OutgoingMessage, SendResult, Sequencer};
 
 /// How responses are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct WriterReport {
 /// the thread to join for the report.
 pub struct Writer {
     pub outbox: Outbox,
-    pub dead: CancellationToken,
+    pub stdout_closed: CancellationToken,
     pub thread: JoinHandle<WriterReport>,
 }
 
@@ -48,14 +48,14 @@ pub struct Writer {
 /// dropped (after writing everything queued) or at the first write error.
 pub fn spawn<W: Write + Send + 'static>(out: W, format: Format) -> Writer {
     let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
-    let dead = CancellationToken::new();
-    let dead2 = dead.clone();
+    let stdout_closed = CancellationToken::new();
+    let closed2 = stdout_closed.clone();
     let thread = std::thread::Builder::new()
         .name("pirn-writer".to_owned())
         .spawn(move || {
             let report = write_loop(rx, out, format);
             if report.error.is_some() {
-                dead2.cancel();
+                closed2.cancel();
             }
             report
         })
@@ -64,10 +64,10 @@ pub fn spawn<W: Write + Send + 'static>(out: W, format: Format) -> Writer {
             tracing::error!("cannot start the writer thread: {e}");
             std::process::exit(70)
         });
-    Writer { outbox: tx, dead, thread }
+    Writer { outbox: tx, stdout_closed, thread }
 }
 
-fn write_loop<W: Write>(mut rx: mpsc::Receiver<Response>, out: W, format: Format) -> WriterReport {
+fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format: Format) -> WriterReport {
     let mut out = io::BufWriter::with_capacity(64 * 1024, out);
     let mut seq = Sequencer::default();
     let mut line: Vec<u8> = Vec::with_capacity(4096);
@@ -84,7 +84,7 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<Response>, out: W, format: Format
                 write_text(&mut out, &msg)
             }
         };
-        if let Response::Result(r) = msg {
+        if let OutgoingMessage::Result(r) = msg {
             report.last_result = Some(r);
         }
         let flushed = written.and_then(|()| if rx.is_empty() { out.flush() } else { Ok(()) });
@@ -101,7 +101,7 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<Response>, out: W, format: Format
 }
 
 /// Numbers `msg` (events) and appends it to `out` as one JSON line.
-pub(crate) fn encode_line(seq: &mut Sequencer, msg: &mut Response, out: &mut Vec<u8>) {
+pub(crate) fn encode_line(seq: &mut Sequencer, msg: &mut OutgoingMessage, out: &mut Vec<u8>) {
     seq.stamp(msg);
     match serde_json::to_writer(&mut *out, msg) {
         Ok(()) => out.push(b'\n'),
@@ -112,9 +112,9 @@ pub(crate) fn encode_line(seq: &mut Sequencer, msg: &mut Response, out: &mut Vec
 /// The `text` format: deltas verbatim on stdout; tool calls and errors as
 /// short lines on stderr (a person is watching).
 #[allow(clippy::print_stderr)]
-fn write_text<W: Write>(out: &mut W, msg: &Response) -> io::Result<()> {
+fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage) -> io::Result<()> {
     match msg {
-        Response::Event(ev) => match &ev.event {
+        OutgoingMessage::Event(ev) => match &ev.event {
             Event::ContentDelta { text } => out.write_all(text.as_bytes()),
             Event::ToolStart { name, args, .. } => {
                 out.flush()?;
@@ -133,7 +133,7 @@ fn write_text<W: Write>(out: &mut W, msg: &Response) -> io::Result<()> {
             }
             _ => Ok(()),
         },
-        Response::Result(_) => out.write_all(b"\n"),
+        OutgoingMessage::Result(_) => out.write_all(b"\n"),
         _ => Ok(()),
     }
 }

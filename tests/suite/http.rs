@@ -397,7 +397,10 @@ async fn token_body_cap_cors_and_shutdown() {
     let pre = c.request(reqwest::Method::OPTIONS, format!("{}/v1/sessions", d.base)).send().await.unwrap();
     assert_eq!(pre.status(), 204);
     assert_eq!(pre.headers()["access-control-allow-origin"], "*");
-    assert!(pre.headers()["access-control-allow-headers"].to_str().unwrap().contains("Authorization"));
+    // Header names are case-insensitive (RFC 9110 §5.1); tower-http lists them in lower case.
+    assert!(
+        pre.headers()["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase().contains("authorization")
+    );
     let r = auth(c.get(format!("{}/v1/sessions", d.base))).send().await.unwrap();
     assert_eq!(r.headers()["access-control-allow-origin"], "*");
     // Body cap.

@@ -1,0 +1,111 @@
+//! One tool call of the agent loop: announce it, pass it through the
+//! approval gate, run it, report it, and put its result in the conversation.
+//!
+//! Owns: the `tool_start` / `tool_end` / `permission_*` events of a call, the
+//! text the model reads for refused or malformed calls, and the wait for a
+//! host's permission answer (bounded by `permission_timeout`).
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::SendStats;
+use super::emit::Emitter;
+use crate::approval::{PermissionBroker, Verdict};
+use crate::config::SessionConfig;
+use crate::conversation::Conversation;
+use crate::model::ToolCall;
+use crate::tools::{self, ToolContext, ToolOutput};
+use crate::wire::{Decision, Event, ToolCallMade};
+
+/// What one tool call needs from its send.
+pub struct CallContext<'a> {
+    pub config: &'a SessionConfig,
+    pub permissions: &'a PermissionBroker,
+    pub emit: &'a Emitter,
+    pub tools: &'a ToolContext,
+}
+
+/// Runs one tool call and appends its result to the conversation.
+pub async fn run(cx: &CallContext<'_>, conv: &mut Conversation, stats: &mut SendStats, call: &ToolCall) {
+    let parsed = if call.arguments.trim().is_empty() {
+        Ok(Value::Object(Default::default()))
+    } else {
+        serde_json::from_str::<Value>(&call.arguments)
+    };
+    let args = parsed.as_ref().cloned().unwrap_or_else(|_| Value::String(call.arguments.clone()));
+    cx.emit
+        .emit(Event::ToolStart { name: call.name.clone(), args: args.clone(), call_id: Some(call.id.clone()) })
+        .await;
+    stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
+    let started = Instant::now();
+    let output = match &parsed {
+        Err(e) => ToolOutput::error(format!(
+            "the arguments of this {} call are not valid JSON ({e}); send a JSON object",
+            call.name
+        )),
+        Ok(args) => match approve(cx, &call.name, args).await {
+            Ok(()) => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
+            Err(reason) => ToolOutput::error(format!("permission denied: {reason}. Do not retry this call.")),
+        },
+    };
+    stats.tool_latency += started.elapsed();
+    cx.emit
+        .emit(Event::ToolEnd {
+            name: call.name.clone(),
+            result_preview: tools::preview(&output.text),
+            call_id: Some(call.id.clone()),
+            is_error: Some(output.is_error),
+        })
+        .await;
+    let text = if output.is_error { format!("Error: {}", output.text) } else { output.text };
+    conv.push_tool_result(&call.id, text);
+}
+
+/// Applies the approval policy to one call: `Ok` runs it, `Err` carries the
+/// refusal (already announced with `permission_denied`).
+async fn approve(cx: &CallContext<'_>, name: &str, args: &Value) -> Result<(), String> {
+    let config = cx.config;
+    // `execute` answers unknown tools and tools the config did not enable;
+    // tools hidden by plan mode get the policy's refusal.
+    if !tools::ALL_TOOLS.contains(&name) || (!config.tools.iter().any(|t| t == name) && config.policy.visible(name)) {
+        return Ok(());
+    }
+    let reason = match config.policy.check(name, args, &config.workspace) {
+        Verdict::Allow => return Ok(()),
+        Verdict::Deny(reason) => {
+            cx.emit.emit(Event::PermissionDenied { name: name.to_owned(), reason: reason.clone() }).await;
+            return Err(reason);
+        }
+        Verdict::Ask(reason) => reason,
+    };
+    let (request_id, answer) = cx.permissions.open();
+    cx.emit
+        .emit(Event::PermissionRequest {
+            name: name.to_owned(),
+            reason: reason.clone(),
+            request_id: Some(request_id.clone()),
+            args: Some(args.clone()),
+        })
+        .await;
+    // Settles the request however this wait ends (answer, timeout, cancel).
+    struct Settle<'a>(&'a PermissionBroker, &'a str);
+    impl Drop for Settle<'_> {
+        fn drop(&mut self) {
+            self.0.settle(self.1);
+        }
+    }
+    let _settle = Settle(cx.permissions, &request_id);
+    let denial = if !config.permission_responses {
+        format!("{reason}, and the client does not answer permission requests")
+    } else {
+        match tokio::time::timeout(config.permission_timeout, answer).await {
+            Ok(Ok(Decision::Allow)) => return Ok(()),
+            Ok(Ok(Decision::Deny)) => "denied by the user".to_owned(),
+            Ok(Err(_)) => "the permission request was dropped".to_owned(),
+            Err(_) => format!("no answer within {} ms", config.permission_timeout.as_millis()),
+        }
+    };
+    cx.emit.emit(Event::PermissionDenied { name: name.to_owned(), reason: denial.clone() }).await;
+    Err(denial)
+}

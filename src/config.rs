@@ -1,0 +1,266 @@
+//! A session's configuration: what `init.config`, the environment and the
+//! transport say, validated once when the session opens.
+//!
+//! Owns: [`Environment`], the one place pirn reads its `PIRN_*` / `HEDDLE_*` /
+//! `OPENAI_*` variables (a plain struct, so tests and embedders can pass
+//! their own); [`Limits`], what the transport imposes (queue length, queue
+//! timeout); and [`SessionConfig`], built from the three by
+//! [`SessionConfig::new`] and never patched afterwards.
+//!
+//! Nothing here does I/O but reading the environment (in
+//! [`Environment::from_process`]) and canonicalising the workspace paths.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::approval::{ApprovalMode, Policy, RuleError};
+use crate::model::Endpoint;
+use crate::tools;
+use crate::wire::{Correlation, InitConfig};
+
+/// Default `max_iterations`.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 20;
+/// Default wait for a permission answer, in ms.
+pub const DEFAULT_PERMISSION_TIMEOUT_MS: u64 = 300_000;
+/// Default heartbeat interval.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(5000);
+/// Shortest heartbeat interval honoured (a smaller setting is raised to it).
+pub const MIN_HEARTBEAT: Duration = Duration::from_millis(10);
+
+/// Appended to the system prompt in plan mode.
+const PLAN_INSTRUCTIONS: &str = "\n\nYou are in plan mode: you may read the repository with the read-only tools, \
+but you must not change files or run commands. Finish with a numbered, step-by-step plan for the task.";
+
+/// The environment variables pirn reads, as one snapshot. Empty values count
+/// as unset.
+#[derive(Clone, Default)]
+pub struct Environment {
+    /// `PIRN_BASE_URL`, else `OPENAI_BASE_URL`, else `HEDDLE_BASE_URL`.
+    pub base_url: Option<String>,
+    /// `PIRN_API_KEY`, else `OPENAI_API_KEY`, else `OPENROUTER_API_KEY`.
+    pub api_key: Option<String>,
+    /// `OPENAI_API_KEY` is set (picks OpenAI's URL when no base URL is given).
+    pub openai_key_set: bool,
+    /// `OPENROUTER_API_KEY` is set (picks OpenRouter's URL likewise).
+    pub openrouter_key_set: bool,
+    /// `PIRN_IDLE_TIMEOUT_MS`, parsed.
+    pub idle_timeout_ms: Option<u64>,
+    /// `PIRN_HEARTBEAT_INTERVAL`, else `HEDDLE_HEARTBEAT_INTERVAL`, in ms.
+    pub heartbeat_ms: Option<u64>,
+    /// `PIRN_APPROVAL_MODE`, unparsed (a bad value fails `init`).
+    pub approval_mode: Option<String>,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("Environment")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("idle_timeout_ms", &self.idle_timeout_ms)
+            .field("heartbeat_ms", &self.heartbeat_ms)
+            .field("approval_mode", &self.approval_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Environment {
+    /// Reads the process environment.
+    pub fn from_process() -> Environment {
+        Environment::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Builds the snapshot from any lookup (`std::env::var` in production, a
+    /// map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Environment {
+        let var = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let first = |keys: &[&str]| keys.iter().find_map(|k| var(k));
+        Environment {
+            base_url: first(&["PIRN_BASE_URL", "OPENAI_BASE_URL", "HEDDLE_BASE_URL"]),
+            api_key: first(&["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]),
+            openai_key_set: var("OPENAI_API_KEY").is_some(),
+            openrouter_key_set: var("OPENROUTER_API_KEY").is_some(),
+            idle_timeout_ms: var("PIRN_IDLE_TIMEOUT_MS").and_then(|v| v.trim().parse().ok()),
+            heartbeat_ms: first(&["PIRN_HEARTBEAT_INTERVAL", "HEDDLE_HEARTBEAT_INTERVAL"])
+                .and_then(|v| v.trim().parse().ok()),
+            approval_mode: var("PIRN_APPROVAL_MODE"),
+        }
+    }
+
+    /// The heartbeat interval (default [`DEFAULT_HEARTBEAT`], at least
+    /// [`MIN_HEARTBEAT`]).
+    pub fn heartbeat(&self) -> Duration {
+        self.heartbeat_ms.map(|ms| Duration::from_millis(ms).max(MIN_HEARTBEAT)).unwrap_or(DEFAULT_HEARTBEAT)
+    }
+}
+
+/// What the transport imposes on a session's queue.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// Most sends that may wait behind the running one (`None`: no limit).
+    pub max_queue: Option<usize>,
+    /// Longest a send may wait before it ends with `queue_timeout`.
+    pub queue_timeout: Option<Duration>,
+}
+
+/// Why `init.config` (or the environment it is read with) is unusable. The
+/// text is the `protocol_error` message.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config.model must not be empty")]
+    EmptyModel,
+    #[error("config.max_iterations must be at least 1")]
+    ZeroIterations,
+    #[error("cannot read the working directory: {0}")]
+    WorkingDirectory(std::io::Error),
+    #[error("workspace {} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("PIRN_APPROVAL_MODE={0:?} is not one of full-auto, auto-edit, suggest, plan")]
+    ApprovalMode(String),
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error("allowed path {path:?}: {source}")]
+    AllowedPath { path: String, source: std::io::Error },
+}
+
+/// Everything a session needs, validated. Built once; read-only after.
+#[derive(Debug)]
+pub struct SessionConfig {
+    pub session_id: String,
+    pub model: String,
+    pub system_prompt: String,
+    /// Enabled tool names (known ones only).
+    pub tools: Vec<String>,
+    /// Chat-completions `tools` entries, built by the first send that needs
+    /// them ([`SessionConfig::tool_specs`]).
+    tool_specs: OnceLock<Vec<Value>>,
+    pub max_iterations: u32,
+    pub correlation: Correlation,
+    /// Canonical workspace directory.
+    pub workspace: PathBuf,
+    /// Canonical extra roots file tools may reach.
+    pub allowed_paths: Vec<PathBuf>,
+    pub endpoint: Endpoint,
+    pub heartbeat: Duration,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    /// Approval mode and permission rules.
+    pub policy: Policy,
+    /// The client answers permission requests (pirn extension).
+    pub permission_responses: bool,
+    /// Longest wait for a permission answer.
+    pub permission_timeout: Duration,
+    /// The transport's queue limits.
+    pub limits: Limits,
+}
+
+impl SessionConfig {
+    /// Validates `config` against `env`; `limits` come from the transport.
+    ///
+    /// Errors: an empty model, `max_iterations` of 0, a workspace that is not
+    /// a directory, a bad approval mode or permission rule, an allowed path
+    /// that does not exist.
+    pub fn new(config: &InitConfig, env: &Environment, limits: Limits) -> Result<SessionConfig, ConfigError> {
+        if config.model.trim().is_empty() {
+            return Err(ConfigError::EmptyModel);
+        }
+        if config.max_iterations == Some(0) {
+            return Err(ConfigError::ZeroIterations);
+        }
+        let workspace = match &config.cwd {
+            Some(dir) => PathBuf::from(dir),
+            None => std::env::current_dir().map_err(ConfigError::WorkingDirectory)?,
+        };
+        let workspace =
+            workspace.canonicalize().ok().filter(|p| p.is_dir()).ok_or(ConfigError::NotADirectory(workspace))?;
+        let mode = match (config.approval_mode, &env.approval_mode) {
+            (Some(m), _) => m,
+            (None, Some(v)) => ApprovalMode::parse(v).ok_or_else(|| ConfigError::ApprovalMode(v.clone()))?,
+            (None, None) => ApprovalMode::default(),
+        };
+        let policy = Policy::new(mode, &config.permissions.clone().unwrap_or_default())?;
+        let mut allowed_paths = Vec::new();
+        for p in config.allowed_paths.iter().flatten() {
+            let real = PathBuf::from(p)
+                .canonicalize()
+                .map_err(|source| ConfigError::AllowedPath { path: p.clone(), source })?;
+            allowed_paths.push(real);
+        }
+        let known = |t: &String| tools::ALL_TOOLS.contains(&t.as_str());
+        let tools: Vec<String> = config.tools.iter().filter(|t| known(t) && policy.visible(t)).cloned().collect();
+        for unknown in config.tools.iter().filter(|t| !known(t)) {
+            tracing::warn!(tool = %unknown, "init names a tool pirn does not have; ignored");
+        }
+        let session_id = uuid::Uuid::new_v4().to_string();
+        Ok(SessionConfig {
+            correlation: Correlation {
+                session_id: Some(Arc::from(session_id.as_str())),
+                task_id: config.task_id.as_deref().map(Arc::from),
+                worker_id: config.worker_id.as_deref().map(Arc::from),
+            },
+            session_id,
+            model: config.model.clone(),
+            system_prompt: if mode == ApprovalMode::Plan {
+                format!("{}{PLAN_INSTRUCTIONS}", config.system_prompt)
+            } else {
+                config.system_prompt.clone()
+            },
+            tool_specs: OnceLock::new(),
+            tools,
+            max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
+            workspace,
+            allowed_paths,
+            endpoint: Endpoint::new(env, config.idle_timeout_ms),
+            heartbeat: env.heartbeat(),
+            temperature: config.temperature,
+            max_tokens: config.max_tokens,
+            policy,
+            permission_responses: config.permission_responses.unwrap_or(false),
+            permission_timeout: Duration::from_millis(
+                config.permission_timeout_ms.unwrap_or(DEFAULT_PERMISSION_TIMEOUT_MS),
+            ),
+            limits,
+        })
+    }
+
+    /// Chat-completions `tools` entries for the enabled tools, built on first
+    /// use (nothing tool-related is built before a send needs it).
+    pub fn tool_specs(&self) -> &[Value] {
+        self.tool_specs.get_or_init(|| tools::specs(&self.tools))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Environment {
+        let map: std::collections::HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Environment::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn environment_precedence_and_empty_values() {
+        let e = env(&[("PIRN_BASE_URL", " "), ("OPENAI_BASE_URL", "http://a/v1"), ("HEDDLE_HEARTBEAT_INTERVAL", "7")]);
+        assert_eq!(e.base_url.as_deref(), Some("http://a/v1"));
+        assert_eq!(e.heartbeat(), MIN_HEARTBEAT);
+        assert_eq!(env(&[]).heartbeat(), DEFAULT_HEARTBEAT);
+        assert!(!format!("{:?}", env(&[("PIRN_API_KEY", "sk-secret")])).contains("sk-secret"));
+    }
+
+    #[test]
+    fn config_errors_say_what_is_wrong() {
+        let base = InitConfig { model: "m".into(), ..InitConfig::default() };
+        let bad_mode = SessionConfig::new(&base, &env(&[("PIRN_APPROVAL_MODE", "yolo")]), Limits::default());
+        assert!(bad_mode.unwrap_err().to_string().contains("yolo"));
+        let empty = InitConfig { model: " ".into(), ..InitConfig::default() };
+        assert!(matches!(SessionConfig::new(&empty, &env(&[]), Limits::default()), Err(ConfigError::EmptyModel)));
+        let nowhere = InitConfig { cwd: Some("/nonexistent/pirn".into()), ..base };
+        let e = SessionConfig::new(&nowhere, &env(&[]), Limits::default()).unwrap_err();
+        assert_eq!(e.to_string(), "workspace /nonexistent/pirn is not a directory");
+    }
+}

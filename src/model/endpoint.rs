@@ -1,0 +1,205 @@
+//! Where the model lives and how one request reaches it.
+//!
+//! Owns: the endpoint built from the [`Environment`] snapshot, the
+//! process-wide HTTP clients (built on first use, so no TLS or connection
+//! pool exists before a send needs one), the retries of 429/503 before
+//! anything streamed, and `Retry-After` parsing.
+
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+
+use super::error::{ModelError, retried_status};
+use super::stream::ChatStream;
+use crate::config::Environment;
+
+/// Default per-chunk idle timeout: a CPU model can think for minutes on a long
+/// prompt before its first token.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(180);
+/// Tries for a 429/503 answer before giving up (the first try included).
+pub const MAX_TRIES: u32 = 3;
+/// Longest `Retry-After` pirn honours; a longer one ends the send at once.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Bytes of an error body kept for the message.
+const ERROR_BODY_CAP: usize = 64 * 1024;
+
+/// Where the model lives. Built once per session.
+#[derive(Clone)]
+pub struct Endpoint {
+    /// `<base>/chat/completions`.
+    pub chat_url: String,
+    api_key: Option<String>,
+    /// Longest wait for response headers and for each body chunk.
+    pub idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("Endpoint")
+            .field("chat_url", &self.chat_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// The endpoint `env` names. Without a base URL: OpenAI when
+    /// `OPENAI_API_KEY` is set, OpenRouter when only `OPENROUTER_API_KEY` is,
+    /// else a local llama-server at `http://127.0.0.1:8080/v1`. The idle
+    /// timeout is `idle_timeout_ms` (from init), else `PIRN_IDLE_TIMEOUT_MS`,
+    /// else [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn new(env: &Environment, idle_timeout_ms: Option<u64>) -> Endpoint {
+        let base = env.base_url.clone().unwrap_or_else(|| {
+            if env.openai_key_set {
+                "https://api.openai.com/v1".to_owned()
+            } else if env.openrouter_key_set {
+                "https://openrouter.ai/api/v1".to_owned()
+            } else {
+                "http://127.0.0.1:8080/v1".to_owned()
+            }
+        });
+        let idle_ms = idle_timeout_ms.or(env.idle_timeout_ms);
+        Endpoint {
+            chat_url: format!("{}/chat/completions", base.trim_end_matches('/')),
+            api_key: env.api_key.clone(),
+            idle_timeout: idle_ms.map(Duration::from_millis).unwrap_or(DEFAULT_IDLE_TIMEOUT),
+        }
+    }
+
+    /// Host part of the URL, reported as `provider` in error events.
+    pub fn provider(&self) -> String {
+        self.chat_url.split("://").nth(1).and_then(|rest| rest.split('/').next()).unwrap_or("unknown").to_owned()
+    }
+
+    /// POSTs `body` (a serialised chat-completions request with `stream:
+    /// true`) and returns the open stream once the server answered 2xx.
+    ///
+    /// Retries 429 and 503 up to [`MAX_TRIES`] times in all, waiting
+    /// `Retry-After` (seconds or an HTTP date; 1 s, then 2 s when absent).
+    /// Nothing has been streamed at that point, so a retry cannot duplicate
+    /// output. Errors: see [`ModelError`].
+    pub async fn open(&self, body: Bytes) -> Result<ChatStream, ModelError> {
+        let http = http_client(!self.chat_url.starts_with("http://"))?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let mut req = http
+                .post(&self.chat_url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .body(body.clone());
+            if let Some(key) = &self.api_key {
+                req = req.bearer_auth(key);
+            }
+            let resp = match tokio::time::timeout(self.idle_timeout, req.send()).await {
+                Err(_) => {
+                    return Err(ModelError::Timeout(format!(
+                        "model server sent no response within {} ms",
+                        self.idle_timeout.as_millis()
+                    )));
+                }
+                Ok(Err(e)) => return Err(ModelError::Connect(describe_reqwest(&e))),
+                Ok(Ok(resp)) => resp,
+            };
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(ChatStream::new(resp, self.idle_timeout));
+            }
+            let retry_after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, SystemTime::now()));
+            let body = read_capped(resp, self.idle_timeout).await;
+            let err = ModelError::http(status.as_u16(), &body);
+            if !retried_status(status.as_u16()) || tries >= MAX_TRIES {
+                return Err(err);
+            }
+            let wait = retry_after.unwrap_or(Duration::from_secs(u64::from(tries)));
+            if wait > MAX_RETRY_AFTER {
+                return Err(err);
+            }
+            tracing::debug!(status = status.as_u16(), wait_ms = wait.as_millis() as u64, "model server asked to retry");
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The process-wide HTTP clients, built on first use: one for `https://`
+/// endpoints (TLS with the platform's roots) and one for `http://` ones,
+/// which never loads a certificate store.
+fn http_client(tls: bool) -> Result<&'static reqwest::Client, ModelError> {
+    static TLS: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    static PLAIN: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    let cell = if tls { &TLS } else { &PLAIN };
+    cell.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(60));
+        let builder = if tls { builder } else { builder.tls_certs_only(std::iter::empty()) };
+        builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
+    })
+    .as_ref()
+    .map_err(|e| ModelError::Client(e.clone()))
+}
+
+/// Reads at most [`ERROR_BODY_CAP`] bytes of an error response, bounded in time.
+async fn read_capped(mut resp: reqwest::Response, idle: Duration) -> String {
+    let mut buf = Vec::new();
+    while buf.len() < ERROR_BODY_CAP {
+        match tokio::time::timeout(idle, resp.chunk()).await {
+            Ok(Ok(Some(chunk))) => buf.extend_from_slice(&chunk[..chunk.len().min(ERROR_BODY_CAP - buf.len())]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// `Retry-After: <seconds>` or `Retry-After: <HTTP-date>` (RFC 9110 §10.2.3),
+/// as a wait from `now`. Anything else (negative, NaN, infinite, garbage) is
+/// `None`; a huge value saturates instead of overflowing, so the caller's cap
+/// decides.
+pub fn parse_retry_after(v: &str, now: SystemTime) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// reqwest's error with its source chain, which holds the useful part
+/// ("connection refused").
+pub(super) fn describe_reqwest(e: &reqwest::Error) -> String {
+    let mut msg = if e.is_connect() { "cannot connect to the model server".to_owned() } else { e.to_string() };
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_parsed_defensively() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("1e30", now), Some(Duration::MAX));
+        for bad in ["-1", "NaN", "inf", "-inf", "soon", ""] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
+        }
+        assert_eq!(parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now), Some(Duration::ZERO));
+        let far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now).unwrap();
+        assert!(far > MAX_RETRY_AFTER);
+    }
+}

@@ -1,0 +1,146 @@
+//! Why a model call failed, as one typed error.
+//!
+//! Owns: the kinds of failure ([`ModelError`]), the one retry rule
+//! ([`retryable_status`]: 408/409/429/5xx), which statuses are retried before
+//! anything streamed ([`retried_status`]: 429, 503), and the wire envelope
+//! and `details` object a failure becomes.
+
+use serde_json::{Value, json};
+
+use crate::wire::{ErrorCode, ErrorEnvelope};
+
+/// HTTP statuses after which the same request may succeed: 408, 409, 429
+/// and every 5xx.
+pub fn retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429) || status >= 500
+}
+
+/// HTTP statuses pirn retries itself before anything was streamed: 429, 503.
+pub fn retried_status(status: u16) -> bool {
+    status == 429 || status == 503
+}
+
+/// A failed model call. Every variant carries the message shown to the host;
+/// [`ModelError::retryable`] follows one rule: connection failures,
+/// timeouts, dropped streams, malformed chunks and HTTP 408/409/429/5xx are
+/// retryable; other 4xx, client setup failures and impossible tool-call
+/// indexes are not.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The server could not be reached (DNS, refused, TLS, reset before an answer).
+    #[error("{0}")]
+    Connect(String),
+    /// No response headers, or no chunk, within the idle timeout.
+    #[error("{0}")]
+    Timeout(String),
+    /// The server answered a non-2xx status.
+    #[error("{message}")]
+    Http { status: u16, message: String },
+    /// The body broke off, ended early or grew past the answer cap.
+    #[error("{0}")]
+    Stream(String),
+    /// The server sent an `error` object inside the stream (`code` as status when numeric).
+    #[error("{message}")]
+    Remote { status: Option<u16>, message: String },
+    /// A chunk that is not valid JSON.
+    #[error("{0}")]
+    BadChunk(String),
+    /// A tool-call fragment with an index past any sane answer.
+    #[error("tool call index {0} is out of range")]
+    BadToolIndex(usize),
+    /// The HTTP client could not be built.
+    #[error("{0}")]
+    Client(String),
+}
+
+impl ModelError {
+    /// An HTTP error answer: `model server answered HTTP 500 Internal Server
+    /// Error: <detail>`, the detail taken from an OpenAI-style
+    /// `{"error":{"message":…}}` body or the first 500 characters of the body.
+    pub fn http(status: u16, body: &str) -> Self {
+        let detail = server_message(body).unwrap_or_else(|| body.chars().take(500).collect::<String>());
+        let reason = reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+        let message = if detail.trim().is_empty() {
+            format!("model server answered HTTP {status} {reason}")
+        } else {
+            format!("model server answered HTTP {status} {reason}: {}", detail.trim())
+        };
+        ModelError::Http { status, message }
+    }
+
+    /// `connect`, `timeout`, `http`, `stream`, `protocol` or `client`: the
+    /// `details.kind` of the error.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelError::Connect(_) => "connect",
+            ModelError::Timeout(_) => "timeout",
+            ModelError::Http { .. } => "http",
+            ModelError::Stream(_) | ModelError::Remote { .. } => "stream",
+            ModelError::BadChunk(_) | ModelError::BadToolIndex(_) => "protocol",
+            ModelError::Client(_) => "client",
+        }
+    }
+
+    /// The HTTP status, when the server gave one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ModelError::Http { status, .. } => Some(*status),
+            ModelError::Remote { status, .. } => *status,
+            _ => None,
+        }
+    }
+
+    /// Whether the same request may succeed later (see the type's doc).
+    pub fn retryable(&self) -> bool {
+        match self {
+            ModelError::Connect(_) | ModelError::Timeout(_) | ModelError::Stream(_) | ModelError::BadChunk(_) => true,
+            ModelError::Http { status, .. } => retryable_status(*status),
+            ModelError::Remote { status, .. } => status.is_none_or(retryable_status),
+            ModelError::BadToolIndex(_) | ModelError::Client(_) => false,
+        }
+    }
+
+    /// The protocol error code: always `provider_error`.
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::ProviderError
+    }
+
+    /// The `details` object of the error event and envelope:
+    /// `{"status": <u16 or null>, "kind": <kind>}`.
+    pub fn details(&self) -> Value {
+        json!({ "status": self.status(), "kind": self.kind() })
+    }
+}
+
+impl From<&ModelError> for ErrorEnvelope {
+    fn from(e: &ModelError) -> Self {
+        ErrorEnvelope { code: e.code(), message: e.to_string(), retryable: e.retryable(), details: Some(e.details()) }
+    }
+}
+
+/// The message of an OpenAI-style error body (`{"error":{"message":…}}`,
+/// `{"error":"…"}` or `{"message":"…"}`), if the body is one.
+pub fn server_message(body: &str) -> Option<String> {
+    let v = serde_json::from_str::<Value>(body).ok()?;
+    v.pointer("/error/message")
+        .or_else(|| v.get("error"))
+        .or_else(|| v.get("message"))
+        .and_then(|m| m.as_str().map(str::to_owned))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_errors_are_classified() {
+        assert!(ModelError::http(500, "").retryable());
+        assert!(ModelError::http(429, "").retryable());
+        assert!(!ModelError::http(401, r#"{"error":{"message":"bad key"}}"#).retryable());
+        assert!(ModelError::http(401, r#"{"error":{"message":"bad key"}}"#).to_string().contains("bad key"));
+        assert!(ModelError::Remote { status: None, message: "x".into() }.retryable());
+        assert!(!ModelError::Remote { status: Some(400), message: "x".into() }.retryable());
+        let env = ErrorEnvelope::from(&ModelError::http(503, "busy"));
+        assert_eq!(env.details, Some(json!({"status": 503, "kind": "http"})));
+    }
+}

@@ -1,0 +1,44 @@
+//! The OpenAI-compatible chat-completions client: one streamed call at a time.
+//!
+//! - [`endpoint`]: where the model is, the HTTP clients, retries of 429/503;
+//! - [`stream`]: the open answer, pulled chunk by chunk with an idle timeout;
+//! - [`chunk`]: the borrowed shapes of one stream chunk and how a chunk is
+//!   folded into the answer (text, tool-call fragments by `index`, usage);
+//! - [`error`]: [`ModelError`] and the one retry rule.
+//!
+//! Request bodies are built by the agent from async-openai's message types;
+//! the stream chunks are decoded by small borrowed structs rather than
+//! async-openai's response types, because "OpenAI-compatible" servers differ
+//! in the fields they send (`object`, `created`, `model` are often missing)
+//! and because a relay should not allocate five strings per token.
+//!
+//! Cancellation: dropping a [`ChatStream`] (or the future of
+//! [`Endpoint::open`]) drops the HTTP response and with it the connection.
+
+pub mod chunk;
+pub mod endpoint;
+pub mod error;
+pub mod stream;
+
+pub use endpoint::{DEFAULT_IDLE_TIMEOUT, Endpoint, MAX_RETRY_AFTER, MAX_TRIES};
+pub use error::ModelError;
+pub use stream::{ChatStream, MAX_ANSWER_BYTES};
+
+use crate::wire::Usage;
+
+/// One complete model answer, assembled from the stream.
+#[derive(Debug, Default, Clone)]
+pub struct Completion {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+}
+
+/// A tool call requested by the model; `arguments` is the raw JSON text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}

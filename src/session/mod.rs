@@ -1,0 +1,253 @@
+//! One session: its configuration, its conversation, the FIFO queue of
+//! sends, the one send that runs at a time, status and cancellation.
+//!
+//! Owns: the session API every transport drives ([`Session::open`],
+//! [`Session::send`], [`Session::status`], [`Session::cancel`],
+//! [`Session::handle`], [`Session::drain`], [`Session::shutdown`]) and the
+//! rule that every accepted send gets exactly one `result` (finished,
+//! failed, cancelled while running or while queued, or timed out in the
+//! queue). The queue's rules are in [`queue`], the runner task in [`runner`].
+//!
+//! Output goes to an [`Outbox`]; the transport's single writer serialises it
+//! and assigns `event_seq`. Nothing here does I/O but the model call and the
+//! tools, through `agent`.
+
+pub mod queue;
+mod runner;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::agent::{OUTBOX_CAPACITY, Outbox};
+use crate::approval::{AnswerError, PermissionBroker};
+use crate::config::{ConfigError, Environment, Limits, SessionConfig};
+use crate::conversation::Conversation;
+use crate::wire::{
+    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, Request, SendResult, StatusOk, VersionError,
+};
+pub use queue::SendRejected;
+use queue::{Job, Queue};
+
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The client asked for a protocol version this build cannot serve.
+    #[error(transparent)]
+    Version(#[from] VersionError),
+    /// `init.config` is unusable.
+    #[error("invalid init: {0}")]
+    Config(#[from] ConfigError),
+}
+
+struct Shared {
+    config: Arc<SessionConfig>,
+    outbox: Outbox,
+    queue: Mutex<Queue>,
+    wake: Notify,
+    messages: Arc<AtomicU64>,
+    permissions: PermissionBroker,
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        // A panic while holding this lock cannot leave the queue half-updated
+        // (every critical section is a single push/pop/assignment).
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes a result that no runner will write (cancelled or expired while queued).
+    async fn answer(&self, id: String, error: ErrorEnvelope) {
+        let result = SendResult::error(id, error, self.config.correlation.clone());
+        let _ = self.outbox.send(OutgoingMessage::Result(result)).await;
+    }
+}
+
+/// A running session. Cheap to share behind an `Arc`.
+pub struct Session {
+    shared: Arc<Shared>,
+    /// Cancelled when the runner task has ended (even by a panic).
+    stopped: CancellationToken,
+}
+
+impl Session {
+    /// Opens a session the way `init` asks: checks `protocol_version` (when
+    /// given), validates `config` against `env`, and starts the runner on the
+    /// current tokio runtime. The one way every transport opens a session.
+    pub fn open(
+        protocol_version: Option<&str>,
+        config: &InitConfig,
+        env: &Environment,
+        limits: Limits,
+        outbox: Outbox,
+    ) -> Result<Session, OpenError> {
+        if let Some(requested) = protocol_version {
+            wire::check_version(requested)?;
+        }
+        let config = SessionConfig::new(config, env, limits)?;
+        Ok(Session::start(config, outbox))
+    }
+
+    /// Starts the session's runner task on the current tokio runtime.
+    pub fn start(config: SessionConfig, outbox: Outbox) -> Session {
+        let messages = Arc::new(AtomicU64::new(0));
+        let conv = Conversation::new(&config.system_prompt, messages.clone());
+        let shared = Arc::new(Shared {
+            config: Arc::new(config),
+            outbox,
+            queue: Mutex::default(),
+            wake: Notify::new(),
+            messages,
+            permissions: PermissionBroker::default(),
+        });
+        let stopped = CancellationToken::new();
+        let guard = stopped.clone().drop_guard();
+        let runner = runner::run_queue(shared.clone(), conv);
+        tokio::spawn(async move {
+            let _guard = guard;
+            runner.await;
+        });
+        Session { shared, stopped }
+    }
+
+    /// The validated configuration.
+    pub fn config(&self) -> &SessionConfig {
+        &self.shared.config
+    }
+
+    /// Queues a send (FIFO). Its events and its one result go to the outbox.
+    /// With a queue timeout, a send still waiting when it passes is answered
+    /// with a retryable `queue_timeout` error.
+    pub fn send(&self, id: String, message: String) -> Result<(), SendRejected> {
+        let limits = self.shared.config.limits;
+        self.shared.queue().admit(&id, message, limits.max_queue)?;
+        self.shared.wake.notify_one();
+        if let Some(limit) = limits.queue_timeout {
+            let shared = self.shared.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                let expired = shared.queue().remove_waiting(&id);
+                if let Some(job) = expired {
+                    let error = ErrorEnvelope {
+                        code: ErrorCode::QueueTimeout,
+                        message: format!("waited {} ms in the queue without starting", limit.as_millis()),
+                        retryable: true,
+                        details: None,
+                    };
+                    shared.answer(job.id, error).await;
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Cancels send `id` only if it is still waiting (a client that gave up
+    /// on a queued send). Returns whether it was.
+    pub async fn cancel_if_queued(&self, id: &str) -> bool {
+        let removed = self.shared.queue().remove_waiting(id);
+        self.answer_removed(removed).await
+    }
+
+    /// Answers a send taken off the queue with its cancelled result.
+    async fn answer_removed(&self, removed: Option<Job>) -> bool {
+        match removed {
+            Some(job) => {
+                self.shared.answer(job.id, ErrorEnvelope::cancelled()).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The `status_ok` answer for request `id`, at once.
+    pub fn status(&self, id: String) -> StatusOk {
+        let q = self.shared.queue();
+        StatusOk {
+            id,
+            model: self.shared.config.model.clone(),
+            messages_count: self.shared.messages.load(Ordering::Relaxed),
+            session_id: self.shared.config.session_id.clone(),
+            active: q.active.is_some(),
+            queue_length: Some(q.waiting.len() as u64),
+        }
+    }
+
+    /// Cancels send `target`: a running one stops at once (its result follows
+    /// from the runner); a queued one is removed and answered with a cancelled
+    /// result here. Unknown or finished sends are ignored. Returns whether
+    /// something was cancelled.
+    pub async fn cancel(&self, target: &str) -> bool {
+        // One lock for both checks: the runner cannot move the send from the
+        // queue to active in between.
+        let removed = {
+            let mut q = self.shared.queue();
+            if let Some((_, token)) = q.active.as_ref().filter(|(id, _)| id == target) {
+                token.cancel();
+                return true;
+            }
+            q.remove_waiting(target)
+        };
+        self.answer_removed(removed).await
+    }
+
+    /// Handles the in-session requests every transport shares (`send`,
+    /// `status`, `cancel`, `permission_response`) and returns the reply that
+    /// goes to the requester alone: `status_ok`, or a `protocol_error` result.
+    /// `init` and `shutdown` belong to the transport; given here they get
+    /// `protocol_error` too.
+    pub async fn handle(&self, request: Request) -> Option<OutgoingMessage> {
+        let refuse = |id: String, message: &dyn std::fmt::Display| {
+            let result = SendResult::protocol_error(id, message, self.shared.config.correlation.clone());
+            Some(OutgoingMessage::Result(result))
+        };
+        match request {
+            Request::Send(s) => self.send(s.id.clone(), s.message).err().and_then(|e| refuse(s.id, &e)),
+            Request::Status(r) => Some(OutgoingMessage::StatusOk(self.status(r.id))),
+            Request::Cancel(c) => {
+                self.cancel(&c.target_id).await;
+                None
+            }
+            Request::PermissionResponse(p) if !self.shared.config.permission_responses => {
+                refuse(p.id, &"permission_response needs config.permission_responses: true in init")
+            }
+            Request::PermissionResponse(p) => {
+                self.answer_permission(&p.request_id, p.decision).err().and_then(|e| refuse(p.id, &e))
+            }
+            Request::Init(r) => refuse(r.id.clone(), &"the session is already initialized"),
+            Request::Shutdown(r) => refuse(r.id, &"shutdown is handled by the transport"),
+        }
+    }
+
+    /// Answers a pending `permission_request` (first answer wins).
+    pub fn answer_permission(&self, request_id: &str, decision: Decision) -> Result<(), AnswerError> {
+        self.shared.permissions.answer(request_id, decision)
+    }
+
+    /// Stops taking sends, lets the queued and running ones finish, and waits
+    /// for the runner to end. Cancel-safe; may be called again.
+    pub async fn drain(&self) {
+        self.shared.queue().closing = true;
+        self.shared.wake.notify_one();
+        self.stopped.cancelled().await;
+    }
+
+    /// Cancels the running send and every queued one (each gets its cancelled
+    /// result), then waits for the runner to end. After this returns nothing
+    /// more is written for this session.
+    pub async fn shutdown(&self) {
+        let queued: Vec<Job> = {
+            let mut q = self.shared.queue();
+            q.closing = true;
+            if let Some((_, token)) = &q.active {
+                token.cancel();
+            }
+            q.waiting.drain(..).collect()
+        };
+        for job in queued {
+            self.shared.answer(job.id, ErrorEnvelope::cancelled()).await;
+        }
+        self.drain().await;
+    }
+}

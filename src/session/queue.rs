@@ -1,0 +1,129 @@
+//! The queue of one session's sends: who waits, who runs, which ids were
+//! used.
+//!
+//! Owns: the rules of accepting a send ([`Queue::admit`]: ids are never
+//! reused in a session, the transport's length limit, nothing after
+//! closing) and of taking one off ([`Queue::remove_waiting`],
+//! [`Queue::next`]). Every operation is one short critical section under the
+//! session's lock, so a send cannot be both cancelled and started.
+
+use std::collections::{HashSet, VecDeque};
+
+use tokio_util::sync::CancellationToken;
+
+/// Why a send was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendRejected {
+    #[error("a send with this id was already accepted in this session")]
+    DuplicateId,
+    #[error("too many sends are waiting")]
+    QueueFull,
+    #[error("the session is shutting down")]
+    Closing,
+}
+
+/// One accepted send.
+#[derive(Debug)]
+pub struct Job {
+    pub id: String,
+    pub message: String,
+    pub cancel: CancellationToken,
+}
+
+/// See the module doc.
+#[derive(Debug, Default)]
+pub struct Queue {
+    pub waiting: VecDeque<Job>,
+    /// Id and token of the running send.
+    pub active: Option<(String, CancellationToken)>,
+    /// No more sends; the runner stops when the queue is empty.
+    pub closing: bool,
+    /// Every send id accepted so far (ids are never reused in a session).
+    seen: HashSet<String>,
+}
+
+/// What the runner should do next.
+#[derive(Debug)]
+pub enum Next {
+    /// Run this send (now marked active).
+    Run(Job),
+    /// Nothing waits; wait for a wake-up.
+    Wait,
+    /// Closing and empty: the runner ends.
+    Stop,
+}
+
+impl Queue {
+    /// Accepts send `id` at the back of the queue, unless the session is
+    /// closing, the id was used before, or `max_waiting` sends already wait.
+    pub fn admit(&mut self, id: &str, message: String, max_waiting: Option<usize>) -> Result<(), SendRejected> {
+        if self.closing {
+            return Err(SendRejected::Closing);
+        }
+        if self.seen.contains(id) {
+            return Err(SendRejected::DuplicateId);
+        }
+        if max_waiting.is_some_and(|max| self.waiting.len() >= max) {
+            return Err(SendRejected::QueueFull);
+        }
+        self.seen.insert(id.to_owned());
+        self.waiting.push_back(Job { id: id.to_owned(), message, cancel: CancellationToken::new() });
+        Ok(())
+    }
+
+    /// Removes send `id` if it is still waiting.
+    pub fn remove_waiting(&mut self, id: &str) -> Option<Job> {
+        let at = self.waiting.iter().position(|j| j.id == id)?;
+        self.waiting.remove(at)
+    }
+
+    /// Takes the next send off the queue and marks it active.
+    pub fn take_next(&mut self) -> Next {
+        match self.waiting.pop_front() {
+            Some(job) => {
+                self.active = Some((job.id.clone(), job.cancel.clone()));
+                Next::Run(job)
+            }
+            None if self.closing => Next::Stop,
+            None => Next::Wait,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_never_reused_and_the_limit_counts_waiting_sends() {
+        let mut q = Queue::default();
+        q.admit("a", "1".into(), Some(1)).unwrap();
+        assert_eq!(q.admit("b", "2".into(), Some(1)), Err(SendRejected::QueueFull));
+        let Next::Run(job) = q.take_next() else { panic!("a runs") };
+        assert_eq!(job.id, "a");
+        assert_eq!(q.admit("a", "again".into(), Some(1)), Err(SendRejected::DuplicateId));
+        q.admit("b", "2".into(), Some(1)).unwrap();
+        assert!(q.remove_waiting("b").is_some());
+        assert_eq!(q.admit("b", "3".into(), None), Err(SendRejected::DuplicateId), "a withdrawn id stays used");
+    }
+
+    #[test]
+    fn fifo_then_stop_once_closing() {
+        let mut q = Queue::default();
+        for id in ["1", "2", "3"] {
+            q.admit(id, String::new(), None).unwrap();
+        }
+        assert!(q.remove_waiting("2").is_some() && q.remove_waiting("2").is_none());
+        q.closing = true;
+        assert_eq!(q.admit("4", String::new(), None), Err(SendRejected::Closing));
+        let order: Vec<String> = std::iter::from_fn(|| match q.take_next() {
+            Next::Run(j) => Some(j.id),
+            _ => None,
+        })
+        .collect();
+        assert_eq!(order, ["1", "3"]);
+        assert!(matches!(q.take_next(), Next::Stop));
+        q.closing = false;
+        assert!(matches!(q.take_next(), Next::Wait));
+    }
+}

@@ -1,0 +1,194 @@
+//! `pirn serve`: the same sessions over HTTP, SSE and WebSocket (axum).
+//!
+//! Owns: binding and trust (loopback by default; a bearer token required
+//! off loopback), the routes of `protocol/openapi.json` ([`ROUTES`]), the
+//! table of live sessions, and the graceful stop: on `POST /shutdown`,
+//! SIGTERM or SIGINT every session is shut down (cancelled results reach the
+//! streams), every hub closed (streams end), and axum's graceful shutdown
+//! waits for the answers in flight.
+//!
+//! One file per concern: [`api`] (error bodies, body cap), [`auth`] (token,
+//! CORS), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]. Every behaviour
+//! of a send lives in `session`/`agent`; each session's output goes through
+//! its [`Hub`].
+
+pub mod api;
+pub mod auth;
+pub mod events;
+pub mod sends;
+pub mod sessions;
+pub mod ws;
+
+use std::collections::HashMap;
+use std::future::IntoFuture;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::middleware;
+use axum::routing::{get, post};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Environment;
+use crate::session::Session;
+use crate::transport::hub::Hub;
+use crate::transport::signal::shutdown_signal;
+use api::ApiError;
+
+pub use api::{DRAIN_LIMIT, MAX_BODY};
+
+/// Sends that may wait behind the running one in a session.
+pub const MAX_QUEUE: usize = 5;
+/// SSE keepalive comment interval.
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Longest wait, once stopping, for connections still open after every
+/// stream has ended (a client that never finishes its request).
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Every route, as `protocol/openapi.json` lists it (checked by a test).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/health"),
+    ("POST", "/shutdown"),
+    ("GET", "/v1/sessions"),
+    ("POST", "/v1/sessions"),
+    ("GET", "/v1/sessions/{id}"),
+    ("DELETE", "/v1/sessions/{id}"),
+    ("POST", "/v1/sessions/{id}/sends"),
+    ("GET", "/v1/sessions/{id}/events"),
+    ("POST", "/v1/sessions/{id}/cancel"),
+    ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
+    ("GET", "/v1/sessions/{id}/ws"),
+];
+
+/// `pirn serve` options.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub bind: IpAddr,
+    /// 0 picks a free port.
+    pub port: u16,
+    pub token: Option<String>,
+    /// How long a send may wait in a session's queue.
+    pub queue_timeout: Duration,
+}
+
+/// A live session and its hub.
+pub struct HttpSession {
+    pub session: Session,
+    pub hub: Arc<Hub>,
+}
+
+impl HttpSession {
+    /// Cancels what runs and waits (results reach the streams), then ends
+    /// every stream.
+    pub async fn close(&self) {
+        self.session.shutdown().await;
+        self.hub.close().await;
+    }
+}
+
+/// The daemon's state.
+pub struct App {
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    token: Option<String>,
+    shutdown: CancellationToken,
+    queue_timeout: Duration,
+    env: Environment,
+}
+
+impl App {
+    fn get(&self, id: &str) -> Result<Arc<HttpSession>, ApiError> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(format!("no session {id:?}")))
+    }
+
+    fn all(&self) -> Vec<Arc<HttpSession>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+}
+
+/// Runs the daemon until `POST /shutdown`, SIGTERM or SIGINT; returns the
+/// exit code (2 when it refuses to start).
+#[allow(clippy::print_stderr)]
+pub async fn serve(opts: ServeOptions) -> i32 {
+    if !opts.bind.is_loopback() && opts.token.as_deref().is_none_or(str::is_empty) {
+        eprintln!(
+            "pirn serve: refusing to bind {} without a token: off loopback every request must carry one (--token or PIRN_TOKEN)",
+            opts.bind
+        );
+        return 2;
+    }
+    let listener = match tokio::net::TcpListener::bind(SocketAddr::new(opts.bind, opts.port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("pirn serve: cannot bind {}:{}: {e}", opts.bind, opts.port);
+            return 2;
+        }
+    };
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let app = Arc::new(App {
+        sessions: Mutex::new(HashMap::new()),
+        token: opts.token.filter(|t| !t.is_empty()),
+        shutdown: CancellationToken::new(),
+        queue_timeout: opts.queue_timeout,
+        env: Environment::from_process(),
+    });
+    // The one line serve prints: where it listens (scripts read it).
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "pirn serve listening on http://{addr}");
+    let _ = out.flush();
+    let stopped = CancellationToken::new();
+    let stop = {
+        let (app, stopped) = (app.clone(), stopped.clone());
+        let mut signals = shutdown_signal();
+        async move {
+            tokio::select! {
+                _ = app.shutdown.cancelled() => {}
+                _ = signals.recv() => {}
+            }
+            for s in app.all() {
+                s.close().await;
+            }
+            stopped.cancel();
+        }
+    };
+    let server = axum::serve(listener, router(app.clone())).with_graceful_shutdown(stop).into_future();
+    let server = async {
+        tokio::pin!(server);
+        tokio::select! {
+            r = &mut server => r,
+            // Every stream has ended; a connection that still does not close is cut.
+            _ = async { stopped.cancelled().await; tokio::time::sleep(DRAIN_TIMEOUT).await } => Ok(()),
+        }
+    };
+    match server.await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("pirn serve: {e}");
+            1
+        }
+    }
+}
+
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/health", get(sessions::health))
+        .route("/shutdown", post(sessions::shutdown))
+        .route("/v1/sessions", get(sessions::list_sessions).post(sessions::create_session))
+        .route("/v1/sessions/{id}", get(sessions::session_status).delete(sessions::delete_session))
+        .route("/v1/sessions/{id}/sends", post(sends::create_send))
+        .route("/v1/sessions/{id}/events", get(events::events))
+        .route("/v1/sessions/{id}/cancel", post(sends::cancel))
+        .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))
+        .route("/v1/sessions/{id}/ws", get(ws::websocket))
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(middleware::from_fn_with_state(app.clone(), auth::require_token))
+        .layer(auth::cors())
+        .layer(middleware::from_fn(auth::preflight_no_content))
+        .with_state(app)
+}
