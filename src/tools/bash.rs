@@ -14,11 +14,11 @@ use std::os::fd::OwnedFd;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use super::{ToolContext, ToolOutput};
+use super::{ToolContext, ToolError, failed};
 
 /// `timeout_ms` when absent.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -30,28 +30,19 @@ pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 const HEAD_BYTES: usize = 20 * 1024;
 const TAIL_BYTES: usize = 20 * 1024;
 
-/// Arguments as the model sends them.
-#[derive(Debug, Deserialize)]
+/// Arguments as the model sends them (their schema is the tool's `parameters`).
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Args {
+    /// The command line.
     pub command: String,
+    /// Kill the command after this many milliseconds. Default 120000.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: Option<u64>,
 }
 
-/// `(description, JSON Schema of the parameters)`.
-pub fn spec() -> (&'static str, Value) {
-    (
-        "Run a shell command with /bin/bash -c in the workspace directory. Returns combined stdout and stderr and the exit status. No stdin; background processes are killed when the command ends.",
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Kill the command after this many milliseconds. Default 120000."}
-            },
-            "required": ["command"]
-        }),
-    )
-}
+/// What the model is told the tool does.
+pub const DESCRIPTION: &str = "Run a shell command with /bin/bash -c in the workspace directory. Returns combined stdout and stderr and the exit status. No stdin; background processes are killed when the command ends.";
 
 /// Kills a process group with SIGKILL when dropped (or when asked).
 struct GroupGuard(Option<i32>);
@@ -81,18 +72,18 @@ enum End {
 
 /// Runs the command. Always reports the exit status (or the timeout); spawn
 /// failures are error outputs.
-pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
+pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if args.command.trim().is_empty() {
-        return ToolOutput::error("command is empty");
+        return failed("command is empty");
     }
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
     let (reader, writer) = match std::io::pipe() {
         Ok(p) => p,
-        Err(e) => return ToolOutput::error(format!("cannot create a pipe: {e}")),
+        Err(e) => return failed(format!("cannot create a pipe: {e}")),
     };
     let writer2 = match writer.try_clone() {
         Ok(w) => w,
-        Err(e) => return ToolOutput::error(format!("cannot create a pipe: {e}")),
+        Err(e) => return failed(format!("cannot create a pipe: {e}")),
     };
     let mut child = {
         let mut cmd = tokio::process::Command::new("/bin/bash");
@@ -111,14 +102,14 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         }
         match cmd.spawn() {
             Ok(c) => c,
-            Err(e) => return ToolOutput::error(format!("cannot start /bin/bash: {e}")),
+            Err(e) => return failed(format!("cannot start /bin/bash: {e}")),
         }
         // `cmd` drops here, closing the parent's copies of the write end.
     };
     let mut group = GroupGuard(child.id().and_then(|pid| i32::try_from(pid).ok()));
     let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(p) => p,
-        Err(e) => return ToolOutput::error(format!("cannot read the command's output: {e}")),
+        Err(e) => return failed(format!("cannot read the command's output: {e}")),
     };
     let mut out = HeadTail::default();
     let mut buf = vec![0u8; 64 * 1024];
@@ -136,13 +127,13 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
             },
             status = child.wait() => match status {
                 Ok(s) => break End::Exited(s),
-                Err(e) => return ToolOutput::error(format!("cannot wait for the command: {e}")),
+                Err(e) => return failed(format!("cannot wait for the command: {e}")),
             },
         }
     };
     group.kill();
     if matches!(end, End::Cancelled) {
-        return ToolOutput::error("cancelled");
+        return failed("cancelled");
     }
     let status = match &end {
         End::Exited(s) => Some(*s),
@@ -163,12 +154,12 @@ pub async fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     match end {
         End::TimedOut => {
             text.push_str(&format!("[timed out after {timeout_ms} ms; the process group was killed]\n"));
-            ToolOutput::error(text)
+            failed(text)
         }
         _ => {
-            let (line, failed) = describe(status);
+            let (line, is_failure) = describe(status);
             text.push_str(&format!("[{line}]\n"));
-            if failed { ToolOutput::error(text) } else { ToolOutput::ok(text) }
+            if is_failure { failed(text) } else { Ok(text) }
         }
     }
 }

@@ -6,58 +6,45 @@
 //! CRLF replacements), the atomic write, and the excerpt that shows the model
 //! what changed.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::read_file::{MAX_FILE_BYTES, open_nofollow};
 use super::write_file::write_atomic;
-use super::{ToolContext, ToolOutput};
+use super::{ToolContext, ToolError, failed};
 
-/// Arguments as the model sends them.
-#[derive(Debug, Deserialize)]
+/// Arguments as the model sends them (their schema is the tool's `parameters`).
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Args {
+    /// Path of the file to edit.
     pub file_path: String,
+    /// The exact text to replace.
     pub old_string: String,
+    /// The replacement text.
     pub new_string: String,
+    /// Replace every occurrence. Default false.
     #[serde(default)]
     pub replace_all: bool,
 }
 
-/// `(description, JSON Schema of the parameters)`.
-pub fn spec() -> (&'static str, Value) {
-    (
-        "Replace an exact string in a file. old_string must match exactly (including whitespace) and be unique unless replace_all is true.",
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "Path of the file to edit."},
-                "old_string": {"type": "string", "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
-            },
-            "required": ["file_path", "old_string", "new_string"]
-        }),
-    )
-}
+/// What the model is told the tool does.
+pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string must match exactly (including whitespace) and be unique unless replace_all is true.";
 
 /// Applies the edit. Errors (to the model): empty or identical strings, no
 /// match (with the closest line), several matches without `replace_all`
 /// (with their lines), binary or unreadable files.
-pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
-    let path = match ctx.resolve(&args.file_path) {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::error(e),
-    };
+pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    let path = ctx.resolve(&args.file_path)?;
     let shown = ctx.display(&path);
     if args.old_string.is_empty() {
-        return ToolOutput::error("old_string is empty; use write_file to create a file");
+        return failed("old_string is empty; use write_file to create a file");
     }
     if args.old_string == args.new_string {
-        return ToolOutput::error("old_string and new_string are identical; nothing to change");
+        return failed("old_string and new_string are identical; nothing to change");
     }
     let content = match read_text(&path) {
         Ok(c) => c,
-        Err(e) => return ToolOutput::error(format!("{shown}: {e}")),
+        Err(e) => return failed(format!("{shown}: {e}")),
     };
     let crlf = content.contains("\r\n");
     let (old, new) = if crlf && !args.old_string.contains("\r\n") {
@@ -67,11 +54,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     };
     let starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
     if starts.is_empty() {
-        return ToolOutput::error(format!("{shown}: old_string not found. {}", near_miss(&content, &args.old_string)));
+        return failed(format!("{shown}: old_string not found. {}", near_miss(&content, &args.old_string)));
     }
     if starts.len() > 1 && !args.replace_all {
         let lines: Vec<String> = starts.iter().take(20).map(|&i| line_of(&content, i).to_string()).collect();
-        return ToolOutput::error(format!(
+        return failed(format!(
             "{shown}: old_string matches {} times (lines {}); add surrounding context to make it unique, or set replace_all",
             starts.len(),
             lines.join(", ")
@@ -79,11 +66,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     }
     let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
     if let Err(e) = write_atomic(&path, updated.as_bytes()) {
-        return ToolOutput::error(format!("{shown}: write failed: {e}"));
+        return failed(format!("{shown}: write failed: {e}"));
     }
     let first_line = line_of(&content, starts[0]);
     let new_lines = new.matches('\n').count() + 1;
-    ToolOutput::ok(format!(
+    Ok(format!(
         "edited {shown}: replaced {} occurrence{} ({} → {} bytes). Lines around the first change:\n{}",
         starts.len(),
         if starts.len() == 1 { "" } else { "s" },

@@ -12,51 +12,38 @@ use std::time::SystemTime;
 
 use globset::GlobBuilder;
 use ignore::{WalkBuilder, WalkState};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::{ToolContext, ToolOutput};
+use super::{ToolContext, ToolError, failed};
 
 /// Paths returned at most.
 pub const MAX_RESULTS: usize = 1000;
 
-/// Arguments as the model sends them.
-#[derive(Debug, Deserialize)]
+/// Arguments as the model sends them (their schema is the tool's `parameters`).
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Args {
+    /// Glob relative to `path`, e.g. `**/*.rs`.
     pub pattern: String,
+    /// Directory to search. Default: the workspace.
     #[serde(default)]
     pub path: Option<String>,
 }
 
-/// `(description, JSON Schema of the parameters)`.
-pub fn spec() -> (&'static str, Value) {
-    (
-        "Find files by glob pattern, newest first. `*` does not cross `/`; use `**/` to search subdirectories (e.g. `**/*.rs`, `src/**/mod.rs`). Honours .gitignore.",
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob relative to `path`, e.g. `**/*.rs`."},
-                "path": {"type": "string", "description": "Directory to search. Default: the workspace."}
-            },
-            "required": ["pattern"]
-        }),
-    )
-}
+/// What the model is told the tool does.
+pub const DESCRIPTION: &str = "Find files by glob pattern, newest first. `*` does not cross `/`; use `**/` to search subdirectories (e.g. `**/*.rs`, `src/**/mod.rs`). Honours .gitignore.";
 
 /// Lists matches. Errors (to the model): bad pattern, path outside the
 /// workspace or not a directory.
-pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
-    let root = match ctx.resolve(args.path.as_deref().unwrap_or(".")) {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::error(e),
-    };
+pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    let root = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
     if !root.is_dir() {
-        return ToolOutput::error(format!("{} is not a directory", ctx.display(&root)));
+        return failed(format!("{} is not a directory", ctx.display(&root)));
     }
     let pattern = args.pattern.trim().trim_start_matches("./");
     let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
         Ok(g) => g.compile_matcher(),
-        Err(e) => return ToolOutput::error(format!("invalid glob pattern {pattern:?}: {e}")),
+        Err(e) => return failed(format!("invalid glob pattern {pattern:?}: {e}")),
     };
     let wants_hidden = pattern.split('/').any(|part| part.starts_with('.') && part != "." && part != "..");
     let found: Mutex<Vec<(SystemTime, PathBuf)>> = Mutex::new(Vec::new());
@@ -93,11 +80,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         },
     );
     if cancelled.load(Ordering::Relaxed) {
-        return ToolOutput::error("cancelled");
+        return failed("cancelled");
     }
     let mut found = found.into_inner().unwrap_or_default();
     if found.is_empty() {
-        return ToolOutput::ok(format!("no files match {pattern:?} under {}", ctx.display(&root)));
+        return Ok(format!("no files match {pattern:?} under {}", ctx.display(&root)));
     }
     // Newest first; ties (files unpacked together share an mtime) broken by
     // the path's bytes: Path's own ordering walks components and costs more
@@ -117,7 +104,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
             "[{total} files match; showing the {MAX_RESULTS} newest. Narrow the pattern or path.]\n"
         ));
     }
-    ToolOutput::ok(out)
+    Ok(out)
 }
 
 /// Walker threads: the machine's cores, at most 12 (ripgrep's choice).

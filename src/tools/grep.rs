@@ -15,11 +15,11 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::overrides::OverrideBuilder;
 use ignore::{WalkBuilder, WalkState};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::glob::walk_threads;
-use super::{ToolContext, ToolOutput};
+use super::{ToolContext, ToolError, failed};
 
 /// Matching lines collected at most over the whole search.
 pub const MAX_MATCHES: usize = 2000;
@@ -27,7 +27,7 @@ pub const MAX_MATCHES: usize = 2000;
 const MAX_LINE_CHARS: usize = 500;
 
 /// How results are shown.
-#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
     /// `path:line:text` for each matching line (and context lines).
@@ -39,49 +39,41 @@ pub enum OutputMode {
     Count,
 }
 
-/// Arguments as the model sends them.
-#[derive(Debug, Deserialize)]
+/// Arguments as the model sends them (their schema is the tool's `parameters`).
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Args {
+    /// Regular expression to search for.
     pub pattern: String,
+    /// File or directory to search. Default: the workspace.
     #[serde(default)]
     pub path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`.
     #[serde(default)]
     pub glob: Option<String>,
+    /// Ignore case. Default false.
     #[serde(default, alias = "-i")]
     pub case_insensitive: bool,
+    /// `content` (default): `path:line:text` lines; `files_with_matches`: one
+    /// path per matching file; `count`: `path:count` per matching file.
     #[serde(default)]
     pub output_mode: OutputMode,
+    /// Context lines before each match.
     #[serde(default, alias = "-B")]
     pub before: Option<usize>,
+    /// Context lines after each match.
     #[serde(default, alias = "-A")]
     pub after: Option<usize>,
+    /// Context lines before and after each match.
     #[serde(default, alias = "-C")]
     pub context: Option<usize>,
+    /// Return at most this many output lines.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub head_limit: Option<usize>,
 }
 
-/// `(description, JSON Schema of the parameters)`.
-pub fn spec() -> (&'static str, Value) {
-    (
-        "Search file contents with a regular expression (ripgrep syntax). Honours .gitignore, skips binary files. Output: `path:line:text`.",
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression to search for."},
-                "path": {"type": "string", "description": "File or directory to search. Default: the workspace."},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
-                "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
-                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "Default content."},
-                "before": {"type": "integer", "minimum": 0, "description": "Context lines before each match."},
-                "after": {"type": "integer", "minimum": 0, "description": "Context lines after each match."},
-                "context": {"type": "integer", "minimum": 0, "description": "Context lines before and after each match."},
-                "head_limit": {"type": "integer", "minimum": 1, "description": "Return at most this many output lines."}
-            },
-            "required": ["pattern"]
-        }),
-    )
-}
+/// What the model is told the tool does.
+pub const DESCRIPTION: &str = "Search file contents with a regular expression (ripgrep syntax). Honours .gitignore, skips binary files. Output: `path:line:text`.";
 
 /// Per-file results, gathered by the walker threads.
 struct FileHits {
@@ -92,13 +84,10 @@ struct FileHits {
 
 /// Searches. Errors (to the model): invalid regex or glob, path outside the
 /// workspace.
-pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
-    let root = match ctx.resolve(args.path.as_deref().unwrap_or(".")) {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::error(e),
-    };
+pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    let root = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
     if !root.exists() {
-        return ToolOutput::error(format!("{} does not exist", ctx.display(&root)));
+        return failed(format!("{} does not exist", ctx.display(&root)));
     }
     let matcher = match RegexMatcherBuilder::new()
         .case_insensitive(args.case_insensitive)
@@ -106,7 +95,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         .build(&args.pattern)
     {
         Ok(m) => m,
-        Err(e) => return ToolOutput::error(format!("invalid regex {:?}: {e}", args.pattern)),
+        Err(e) => return failed(format!("invalid regex {:?}: {e}", args.pattern)),
     };
     let mut walk = WalkBuilder::new(&root);
     walk.require_git(false).threads(walk_threads());
@@ -114,13 +103,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         let base = if root.is_dir() { root.clone() } else { root.parent().map(Path::to_path_buf).unwrap_or_default() };
         let mut ob = OverrideBuilder::new(base);
         if let Err(e) = ob.add(g.trim()) {
-            return ToolOutput::error(format!("invalid glob {g:?}: {e}"));
+            return failed(format!("invalid glob {g:?}: {e}"));
         }
         match ob.build() {
             Ok(o) => {
                 walk.overrides(o);
             }
-            Err(e) => return ToolOutput::error(format!("invalid glob {g:?}: {e}")),
+            Err(e) => return failed(format!("invalid glob {g:?}: {e}")),
         }
     }
     let before = args.before.or(args.context).unwrap_or(0).min(50);
@@ -168,11 +157,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
         })
     });
     if cancelled.load(Ordering::Relaxed) {
-        return ToolOutput::error("cancelled");
+        return failed("cancelled");
     }
     let mut hits = hits.into_inner().unwrap_or_default();
     if hits.is_empty() {
-        return ToolOutput::ok(format!("no matches for {:?} under {}", args.pattern, ctx.display(&root)));
+        return Ok(format!("no matches for {:?} under {}", args.pattern, ctx.display(&root)));
     }
     hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let mut out = String::new();
@@ -197,7 +186,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     if capped.load(Ordering::Relaxed) {
         let _ = writeln!(out, "[stopped after {MAX_MATCHES} matching lines; narrow the pattern, path or glob]");
     }
-    ToolOutput::ok(out)
+    Ok(out)
 }
 
 struct HitSink<'a> {

@@ -6,10 +6,10 @@
 
 use std::io::{BufRead, BufReader, Read};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::{ToolContext, ToolOutput};
+use super::{ToolContext, ToolError, failed};
 
 /// Lines returned when `limit` is absent.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -18,56 +18,45 @@ pub const MAX_LINE_CHARS: usize = 2000;
 /// Files larger than this (bytes) are refused.
 pub const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
 
-/// Arguments as the model sends them.
-#[derive(Debug, Deserialize)]
+/// Arguments as the model sends them (their schema is the tool's `parameters`).
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Args {
+    /// Path of the file, relative to the workspace or absolute.
     pub file_path: String,
+    /// First line to read (1-based). Default 1.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub offset: Option<usize>,
+    /// Number of lines to read. Default 2000.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub limit: Option<usize>,
 }
 
-/// `(description, JSON Schema of the parameters)`.
-pub fn spec() -> (&'static str, Value) {
-    (
-        "Read a text file from the workspace. Returns numbered lines (`N\\tline`). Use offset (1-based line) and limit to page through long files.",
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "Path of the file, relative to the workspace or absolute."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based). Default 1."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read. Default 2000."}
-            },
-            "required": ["file_path"]
-        }),
-    )
-}
+/// What the model is told the tool does.
+pub const DESCRIPTION: &str = "Read a text file from the workspace. Returns numbered lines (`N\\tline`). Use offset (1-based line) and limit to page through long files.";
 
 /// Reads the file. Errors (to the model): outside the workspace, missing,
 /// a directory, binary, larger than [`MAX_FILE_BYTES`], unreadable.
-pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
-    let path = match ctx.resolve(&args.file_path) {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::error(e),
-    };
+pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    let path = ctx.resolve(&args.file_path)?;
     let shown = ctx.display(&path);
     let file = match open_nofollow(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return ToolOutput::error(format!("{shown}: no such file"));
+            return failed(format!("{shown}: no such file"));
         }
-        Err(e) => return ToolOutput::error(format!("{shown}: cannot open: {e}")),
+        Err(e) => return failed(format!("{shown}: cannot open: {e}")),
     };
     let meta = match file.metadata() {
         Ok(m) => m,
-        Err(e) => return ToolOutput::error(format!("{shown}: cannot stat: {e}")),
+        Err(e) => return failed(format!("{shown}: cannot stat: {e}")),
     };
     if meta.is_dir() {
-        return ToolOutput::error(format!("{shown} is a directory; use glob to list files"));
+        return failed(format!("{shown} is a directory; use glob to list files"));
     }
     if meta.len() > MAX_FILE_BYTES {
-        return ToolOutput::error(format!(
+        return failed(format!(
             "{shown} is {} bytes, over the {} byte limit of read_file; use grep to find what you need in it",
             meta.len(),
             MAX_FILE_BYTES
@@ -80,13 +69,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
                 Some(k) => format!("{} ({})", k.mime_type(), k.extension()),
                 None => "binary data".to_owned(),
             };
-            return ToolOutput::error(format!(
+            return failed(format!(
                 "{shown} is a binary file: {kind}, {} bytes; read_file only reads text",
                 meta.len()
             ));
         }
         Ok(_) => {}
-        Err(e) => return ToolOutput::error(format!("{shown}: cannot read: {e}")),
+        Err(e) => return failed(format!("{shown}: cannot read: {e}")),
     }
     let offset = args.offset.unwrap_or(1).max(1);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
@@ -100,12 +89,12 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
-                return ToolOutput::error(format!("{shown}: read failed at line {}: {e}", line_no + 1));
+                return failed(format!("{shown}: read failed at line {}: {e}", line_no + 1));
             }
         }
         line_no += 1;
         if ctx.cancel.is_cancelled() {
-            return ToolOutput::error("cancelled");
+            return failed("cancelled");
         }
         if line_no < offset || shown_lines >= limit {
             continue;
@@ -125,16 +114,16 @@ pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
     }
     let total = line_no;
     if total == 0 {
-        return ToolOutput::ok(format!("{shown} is empty"));
+        return Ok(format!("{shown} is empty"));
     }
     if offset > total {
-        return ToolOutput::error(format!("{shown} has {total} lines; offset {offset} is past the end"));
+        return failed(format!("{shown} has {total} lines; offset {offset} is past the end"));
     }
     let last = offset + shown_lines - 1;
     if last < total {
         out.push_str(&format!("[showing lines {offset}-{last} of {total}; read on with offset={}]\n", last + 1));
     }
-    ToolOutput::ok(out)
+    Ok(out)
 }
 
 /// Types `infer` recognises that are still text (XML, HTML, shell scripts…).

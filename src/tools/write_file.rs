@@ -7,49 +7,37 @@
 use std::io::Write;
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::{ToolContext, ToolOutput};
+use super::{ToolContext, ToolError, failed};
 
-/// Arguments as the model sends them.
-#[derive(Debug, Deserialize)]
+/// Arguments as the model sends them (their schema is the tool's `parameters`).
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Args {
+    /// Path of the file, relative to the workspace or absolute.
     pub file_path: String,
+    /// The complete new content of the file.
     pub content: String,
 }
 
-/// `(description, JSON Schema of the parameters)`.
-pub fn spec() -> (&'static str, Value) {
-    (
-        "Create or overwrite a file in the workspace with the given content. Parent directories are created.",
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "Path of the file, relative to the workspace or absolute."},
-                "content": {"type": "string", "description": "The complete new content of the file."}
-            },
-            "required": ["file_path", "content"]
-        }),
-    )
-}
+/// What the model is told the tool does.
+pub const DESCRIPTION: &str =
+    "Create or overwrite a file in the workspace with the given content. Parent directories are created.";
 
 /// Writes the file. Errors (to the model): outside the workspace, a
 /// directory in the way, I/O failures.
-pub fn run(args: Args, ctx: &ToolContext) -> ToolOutput {
-    let path = match ctx.resolve(&args.file_path) {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::error(e),
-    };
+pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    let path = ctx.resolve(&args.file_path)?;
     let shown = ctx.display(&path);
     let existed = path.exists();
     match write_atomic(&path, args.content.as_bytes()) {
-        Ok(()) => ToolOutput::ok(format!(
+        Ok(()) => Ok(format!(
             "{} {shown}: {} bytes written",
             if existed { "overwrote" } else { "created" },
             args.content.len()
         )),
-        Err(e) => ToolOutput::error(format!("{shown}: write failed: {e}")),
+        Err(e) => failed(format!("{shown}: write failed: {e}")),
     }
 }
 

@@ -6,16 +6,10 @@ use serde_json::{Value, json};
 
 use super::mock::{MockServer, Reply};
 use super::tools::call;
-use super::worker::{Worker, names};
+use super::worker::{Worker, event, mock_worker, names};
 
 async fn worker(envs: &[(&str, &str)], extra: Value) -> (Worker, MockServer) {
-    let mock = MockServer::start(vec![]).await;
-    let (w, _) = Worker::ready(&mock.base_url(), envs, extra).await;
-    (w, mock)
-}
-
-fn event<'a>(events: &'a [Value], name: &str) -> &'a Value {
-    &events.iter().find(|e| e["event"]["event"] == name).unwrap_or_else(|| panic!("no {name} in {:?}", names(events)))["event"]
+    mock_worker(vec![], envs, extra).await
 }
 
 #[tokio::test]

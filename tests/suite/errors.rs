@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::mock::{MockCall, MockServer, Reply};
-use super::worker::{Worker, names};
+use super::worker::{Worker, event, names};
 
 async fn one_send(
     script: Vec<Reply>,
@@ -18,13 +18,8 @@ async fn one_send(
     (events, r, mock)
 }
 
-fn error_event(events: &[serde_json::Value]) -> serde_json::Value {
-    events
-        .iter()
-        .find(|e| e["event"]["event"] == "error")
-        .cloned()
-        .unwrap_or_else(|| panic!("no error event in {events:#?}"))["event"]
-        .clone()
+fn error_event(events: &[serde_json::Value]) -> &serde_json::Value {
+    event(events, "error")
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::mock::{MockServer, Reply};
 use super::tools::call_tool;
-use super::worker::Worker;
+use super::worker::{Worker, signal};
 
 fn proc_count(pid: u32, what: &str) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/{what}")).map(|d| d.count()).unwrap_or(0)
@@ -41,15 +41,10 @@ async fn sigterm_cancels_the_active_send_and_exits_0() {
     let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
     w.write(json!({"type":"send","id":"s","message":"go"})).await;
     w.until(|v| v["event"]["event"] == "content_delta").await;
-    // SAFETY: plain kill(2) on our own child.
-    unsafe { kill(w.child.id().unwrap() as i32, 15) };
+    signal(w.child.id().unwrap(), libc::SIGTERM);
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["error"]["code"], "cancelled");
     assert_eq!(w.exit_code().await, Some(0));
-}
-
-unsafe extern "C" {
-    fn kill(pid: i32, sig: i32) -> i32;
 }
 
 #[tokio::test]

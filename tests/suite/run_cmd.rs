@@ -5,7 +5,7 @@ use std::process::Stdio;
 use serde_json::Value;
 
 use super::mock::{MockServer, Reply};
-use super::worker::pirn_command;
+use super::worker::{pirn_command, signal};
 
 async fn run(base: &str, args: &[&str]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -77,16 +77,9 @@ async fn sigint_cancels_a_run() {
         .spawn()
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    unsafe {
-        libc_kill(child.id().unwrap() as i32, 2);
-    }
+    signal(child.id().unwrap(), libc::SIGINT);
     let out = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait_with_output()).await.unwrap().unwrap();
     assert_eq!(out.status.code(), Some(130));
     let last: Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(last["error"]["code"], "cancelled");
-}
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }

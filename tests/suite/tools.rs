@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::mock::{MockServer, Reply};
-use super::worker::Worker;
+use super::worker::{Worker, mock_worker};
 
 /// One send in which the model makes one tool call; returns the send's
 /// events and the tool message the model got back.
@@ -31,9 +31,7 @@ pub async fn call_tool(w: &mut Worker, mock: &MockServer, name: &str, args: Valu
 }
 
 async fn worker(extra: Value) -> (Worker, MockServer) {
-    let mock = MockServer::start(vec![]).await;
-    let (w, _) = Worker::ready(&mock.base_url(), &[], extra).await;
-    (w, mock)
+    mock_worker(vec![], &[], extra).await
 }
 
 #[tokio::test]

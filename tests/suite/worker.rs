@@ -155,3 +155,28 @@ pub fn assert_gapless(events: &[Value]) {
 pub fn names(events: &[Value]) -> Vec<String> {
     events.iter().map(|e| e["event"]["event"].as_str().unwrap_or("?").to_owned()).collect()
 }
+
+/// A mock model serving `script` and a worker initialised against it (all
+/// six tools, `extra` merged into the config).
+pub async fn mock_worker(
+    script: Vec<super::mock::Reply>,
+    envs: &[(&str, &str)],
+    extra: Value,
+) -> (Worker, super::mock::MockServer) {
+    let mock = super::mock::MockServer::start(script).await;
+    let (w, _) = Worker::ready(&mock.base_url(), envs, extra).await;
+    (w, mock)
+}
+
+/// The payload of the first `name` event among `events` (panics, listing
+/// the names, when there is none).
+pub fn event<'a>(events: &'a [Value], name: &str) -> &'a Value {
+    &events.iter().find(|e| e["event"]["event"] == name).unwrap_or_else(|| panic!("no {name} in {:?}", names(events)))["event"]
+}
+
+/// Sends signal `sig` to process `pid` (a child of the test).
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a pid the test spawned; no memory is involved.
+    let rc = unsafe { libc::kill(pid as i32, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
+}

@@ -1,0 +1,203 @@
+//! Every message of the heddle headless protocol (0.2.0) as Rust types, and
+//! the decoder that turns one stdin line into a [`Request`].
+//!
+//! Owns: the JSON shapes only ([`request`] in, [`outgoing`] out), the
+//! request decoder, the version check and the `event_seq` [`Sequencer`]. Nothing here does I/O; the transports
+//! (`transport::stdio`, later `transport::http`) serialise what the session
+//! produces and feed it what they read.
+//!
+//! Source of the shapes: `heddle-headless-protocol.md` (protocol 0.2.0). Where
+//! that document is open, the reading chosen here is:
+//! - an `event` line carries its payload as an object in the `event` field,
+//!   and the payload's own discriminator key is also `event`
+//!   (`{"type":"event","event":{"event":"content_delta","text":"…"},…}`);
+//! - `session_id` is on every event and result once a session exists;
+//! - pirn's additions are optional fields (`call_id`, `is_error`,
+//!   `queue_length`, `request_id`, `args`) and the opt-in request
+//!   `permission_response`; a 0.2.0 client never has to look at them.
+
+mod outgoing;
+mod request;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use outgoing::*;
+pub use request::*;
+
+/// The protocol version this build speaks: the content of `PROTOCOL_VERSION`.
+pub const PROTOCOL_VERSION: &str = include_str!("../../PROTOCOL_VERSION").trim_ascii();
+
+/// Longest request line accepted on stdin, in bytes (10 MiB). Longer lines are
+/// discarded and answered with a `protocol_error` result.
+pub const MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
+
+/// Id echoed in a protocol-error result when the offending line carried none.
+pub const UNKNOWN_ID: &str = "unknown";
+
+/// Why a line is not a valid request. `id` is the line's id when one could be
+/// read, else `"unknown"`; the `Display` text is the protocol error's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DecodeError {
+    pub id: String,
+    pub message: String,
+}
+
+/// Decodes one request line (without its newline).
+///
+/// Errors: invalid JSON, a non-object, missing or non-string `type`/`id`, an
+/// unknown `type`, missing or mistyped fields. The error keeps the line's `id`
+/// whenever the line was a JSON object with a string (or number) `id`.
+pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
+    let value: Value = serde_json::from_slice(line)
+        .map_err(|e| DecodeError { id: UNKNOWN_ID.to_owned(), message: format!("invalid JSON: {e}") })?;
+    let Value::Object(map) = &value else {
+        return Err(DecodeError { id: UNKNOWN_ID.to_owned(), message: "a request must be a JSON object".to_owned() });
+    };
+    let id = match map.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => {
+            return Err(DecodeError { id: n.to_string(), message: "field `id` must be a string".to_owned() });
+        }
+        Some(_) => {
+            return Err(DecodeError { id: UNKNOWN_ID.to_owned(), message: "field `id` must be a string".to_owned() });
+        }
+        None => {
+            return Err(DecodeError { id: UNKNOWN_ID.to_owned(), message: "missing field `id`".to_owned() });
+        }
+    };
+    let fail = |message: String| DecodeError { id: id.clone(), message };
+    match map.get("type") {
+        Some(Value::String(t)) => {
+            const KNOWN: [&str; 6] = ["init", "send", "status", "cancel", "shutdown", "permission_response"];
+            if !KNOWN.contains(&t.as_str()) {
+                return Err(fail(format!("unknown request type {t:?}")));
+            }
+        }
+        Some(_) => return Err(fail("field `type` must be a string".to_owned())),
+        None => return Err(fail("missing field `type`".to_owned())),
+    }
+    serde_json::from_value(value).map_err(|e| fail(format!("invalid request: {e}")))
+}
+
+/// A client's `protocol_version` that this build cannot serve. The text is
+/// phrased as in the protocol document (`Client requested 1.0.0, server is
+/// 0.2.0`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    /// A different MAJOR version.
+    #[error("Client requested {requested}, server is {server}")]
+    Incompatible { requested: String, server: String },
+    /// Not `MAJOR.MINOR.PATCH`.
+    #[error("Client requested {requested:?}, which is not a semver version ({reason}); server is {server}")]
+    NotSemver { requested: String, reason: String, server: String },
+}
+
+impl From<&VersionError> for ErrorEnvelope {
+    fn from(e: &VersionError) -> Self {
+        ErrorEnvelope::new(ErrorCode::ProtocolVersionMismatch, e.to_string())
+    }
+}
+
+/// Parses a protocol version and checks it against [`PROTOCOL_VERSION`]:
+/// compatible when the MAJOR numbers match (semver).
+pub fn check_version(requested: &str) -> Result<(), VersionError> {
+    let server = PROTOCOL_VERSION.to_owned();
+    let ours = semver::Version::parse(PROTOCOL_VERSION).unwrap_or(semver::Version::new(0, 0, 0));
+    match semver::Version::parse(requested.trim()) {
+        Ok(theirs) if theirs.major == ours.major => Ok(()),
+        Ok(_) => Err(VersionError::Incompatible { requested: requested.to_owned(), server }),
+        Err(e) => Err(VersionError::NotSemver { requested: requested.to_owned(), reason: e.to_string(), server }),
+    }
+}
+
+/// Assigns `event_seq`: 0-based and gapless per send, in the order lines are
+/// written. Owned by the one task that writes a transport's output, so the
+/// numbers follow the written order whatever task produced the event.
+#[derive(Debug, Default)]
+pub struct Sequencer {
+    /// `(send_id, next_seq)` for sends that have events but no result yet.
+    /// At most one send runs at a time, so this stays tiny.
+    open: Vec<(Arc<str>, u64)>,
+}
+
+impl Sequencer {
+    /// Stamps `message` in place: events get the next number of their send;
+    /// a result closes its send's counter.
+    pub fn stamp(&mut self, message: &mut OutgoingMessage) {
+        match message {
+            OutgoingMessage::Event(ev) => {
+                let slot = match self.open.iter().position(|(id, _)| *id == ev.send_id) {
+                    Some(i) => i,
+                    None => {
+                        self.open.push((ev.send_id.clone(), 0));
+                        self.open.len() - 1
+                    }
+                };
+                ev.event_seq = self.open[slot].1;
+                self.open[slot].1 += 1;
+            }
+            OutgoingMessage::Result(r) => self.open.retain(|(id, _)| **id != *r.id),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_keeps_id_on_missing_field() {
+        let e = decode_request(br#"{"type":"send","id":"7"}"#).unwrap_err();
+        assert_eq!(e.id, "7");
+        assert!(e.message.contains("message"), "{}", e.message);
+    }
+
+    #[test]
+    fn decode_rejects_unknown_type_and_garbage() {
+        assert_eq!(decode_request(br#"{"type":"nope","id":"x"}"#).unwrap_err().id, "x");
+        assert_eq!(decode_request(b"{not json").unwrap_err().id, "unknown");
+        assert_eq!(decode_request(b"[1,2]").unwrap_err().id, "unknown");
+        assert_eq!(decode_request(br#"{"id":"q"}"#).unwrap_err().message, "missing field `type`");
+    }
+
+    #[test]
+    fn version_check_is_major_only() {
+        assert!(check_version("0.2.0").is_ok());
+        assert!(check_version("0.9.1").is_ok());
+        assert!(check_version("1.0.0").is_err());
+        assert!(check_version("banana").is_err());
+        assert!(semver::Version::parse(PROTOCOL_VERSION).is_ok(), "PROTOCOL_VERSION is not semver");
+    }
+
+    #[test]
+    fn sequencer_is_per_send_and_gapless() {
+        let ev = |id: &str| {
+            OutgoingMessage::Event(EventMsg {
+                event: Event::Heartbeat { duration_ms: 0 },
+                event_seq: 99,
+                send_id: id.into(),
+                correlation: Correlation::default(),
+            })
+        };
+        let mut s = Sequencer::default();
+        let mut seqs = vec![];
+        for id in ["a", "a", "b", "a"] {
+            let mut r = ev(id);
+            s.stamp(&mut r);
+            if let OutgoingMessage::Event(e) = r {
+                seqs.push(e.event_seq);
+            }
+        }
+        assert_eq!(seqs, vec![0, 1, 0, 2]);
+        let mut done =
+            OutgoingMessage::Result(SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default()));
+        s.stamp(&mut done);
+        let mut again = ev("a");
+        s.stamp(&mut again);
+        assert!(matches!(again, OutgoingMessage::Event(EventMsg { event_seq: 0, .. })));
+    }
+}

@@ -1,0 +1,284 @@
+//! What pirn writes: `init_ok`, `event` lines and their payloads,
+//! `result`, `status_ok`, `shutdown_ok`, and the error envelope they share.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::IdOnly;
+
+/// One line pirn writes (stdout, an SSE `data:`, a WebSocket frame).
+/// Discriminated by `type`. (Named apart from HTTP responses; its schema
+/// keeps the protocol's name, `Response`.)
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[schemars(rename = "Response")]
+pub enum OutgoingMessage {
+    InitOk(InitOk),
+    Event(EventMsg),
+    Result(SendResult),
+    StatusOk(StatusOk),
+    ShutdownOk(IdOnly),
+}
+
+/// `init_ok`. On a version mismatch `session_id` is `""` and `error` is set.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct InitOk {
+    pub id: String,
+    pub session_id: String,
+    /// Always [`PROTOCOL_VERSION`].
+    pub protocol_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorEnvelope>,
+}
+
+/// An `event` line: `{type:"event", event:{event:NAME,…}, event_seq, send_id,
+/// session_id, task_id?, worker_id?}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct EventMsg {
+    pub event: Event,
+    /// 0-based, gapless per send; heartbeats share it. Assigned by the single
+    /// writer of a transport (see [`Sequencer`]).
+    pub event_seq: u64,
+    /// The `id` of the originating send.
+    pub send_id: Arc<str>,
+    #[serde(flatten)]
+    pub correlation: Correlation,
+}
+
+/// The ids echoed on every event and result (reference-counted: cloning
+/// them per event costs no allocation).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct Correlation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_id: Option<Arc<str>>,
+}
+
+/// Event payloads. Discriminated by `event`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A piece of the model's text, in stream order.
+    ContentDelta { text: String },
+    /// A tool call is about to run. `args` is the parsed JSON arguments (the
+    /// raw string when they were not valid JSON).
+    ToolStart {
+        name: String,
+        args: Value,
+        /// pirn extension: the model's tool-call id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+    },
+    /// A tool call finished. `result_preview` is at most 500 characters.
+    ToolEnd {
+        name: String,
+        result_preview: String,
+        /// pirn extension: the model's tool-call id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// pirn extension: true when the tool reported a failure to the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        is_error: Option<bool>,
+    },
+    /// Token usage of one model call.
+    Usage(Usage),
+    /// A failure; the send's error result follows.
+    Error {
+        code: ErrorCode,
+        message: String,
+        retryable: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        details: Option<Value>,
+    },
+    /// A tool call needs approval.
+    PermissionRequest {
+        name: String,
+        reason: String,
+        /// pirn extension: the id to answer with `permission_response`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+        /// pirn extension: the call's arguments.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args: Option<Value>,
+    },
+    /// A tool call was refused; the model gets the refusal as the result.
+    PermissionDenied { name: String, reason: String },
+    /// Plan mode finished; `plan` is also the result's `response`.
+    PlanComplete { plan: String },
+    /// Periodic alive signal; `duration_ms` since the send began.
+    Heartbeat { duration_ms: u64 },
+}
+
+impl Event {
+    /// The payload's `event` name (`content_delta`, …), as SSE frames name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::ContentDelta { .. } => "content_delta",
+            Event::ToolStart { .. } => "tool_start",
+            Event::ToolEnd { .. } => "tool_end",
+            Event::Usage(_) => "usage",
+            Event::Error { .. } => "error",
+            Event::PermissionRequest { .. } => "permission_request",
+            Event::PermissionDenied { .. } => "permission_denied",
+            Event::PlanComplete { .. } => "plan_complete",
+            Event::Heartbeat { .. } => "heartbeat",
+        }
+    }
+}
+
+impl OutgoingMessage {
+    /// The name of the line: the event's name for events, else the `type`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OutgoingMessage::InitOk(_) => "init_ok",
+            OutgoingMessage::Event(e) => e.event.name(),
+            OutgoingMessage::Result(_) => "result",
+            OutgoingMessage::StatusOk(_) => "status_ok",
+            OutgoingMessage::ShutdownOk(_) => "shutdown_ok",
+        }
+    }
+}
+
+/// Token counts, as reported by the model server.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other` into `self` (saturating).
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self.completion_tokens.saturating_add(other.completion_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+    }
+}
+
+/// `result`: the one final answer to a send (or to a bad request line).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct SendResult {
+    /// The send's id (or the bad request's id, or `"unknown"`).
+    pub id: String,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    pub tool_calls_made: Vec<ToolCallMade>,
+    /// Sum over every model call of the send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Number of model calls.
+    pub iterations: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorEnvelope>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_latency_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_latency_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_latency_ms: Option<u64>,
+    #[serde(flatten)]
+    pub correlation: Correlation,
+}
+
+impl SendResult {
+    /// A `protocol_error` result answering request `id` (or `"unknown"`):
+    /// the one constructor every transport uses for a refused line.
+    pub fn protocol_error(id: impl Into<String>, message: impl std::fmt::Display, correlation: Correlation) -> Self {
+        SendResult::error(id, ErrorEnvelope::new(ErrorCode::ProtocolError, message.to_string()), correlation)
+    }
+
+    /// An error result with nothing run: protocol errors and sends cancelled
+    /// or refused before they started.
+    pub fn error(id: impl Into<String>, error: ErrorEnvelope, correlation: Correlation) -> Self {
+        SendResult {
+            id: id.into(),
+            status: Status::Error,
+            response: None,
+            tool_calls_made: Vec::new(),
+            usage: None,
+            iterations: 0,
+            error: Some(error),
+            model_latency_ms: None,
+            tool_latency_ms: None,
+            total_latency_ms: None,
+            correlation,
+        }
+    }
+}
+
+/// `"ok"` or `"error"`.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Error,
+}
+
+/// One entry of `tool_calls_made`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct ToolCallMade {
+    pub name: String,
+    pub args: Value,
+}
+
+/// `status_ok`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct StatusOk {
+    pub id: String,
+    pub model: String,
+    /// Messages in the conversation, system prompt excluded.
+    pub messages_count: u64,
+    pub session_id: String,
+    /// True while a send runs.
+    pub active: bool,
+    /// pirn extension: sends waiting behind the active one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_length: Option<u64>,
+}
+
+/// The error envelope shared by results, `init_ok` and `error` events.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct ErrorEnvelope {
+    pub code: ErrorCode,
+    pub message: String,
+    pub retryable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl ErrorEnvelope {
+    /// A non-retryable error without details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorEnvelope { code, message: message.into(), retryable: false, details: None }
+    }
+
+    /// The envelope of a cancelled send: `{code:"cancelled", message:"cancelled", retryable:false}`.
+    pub fn cancelled() -> Self {
+        ErrorEnvelope::new(ErrorCode::Cancelled, "cancelled")
+    }
+}
+
+/// Error codes. The first six are protocol 0.2.0's; `max_iterations` is
+/// pirn's (the issue that specifies the limit names it).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    ProviderError,
+    ProtocolError,
+    ProtocolVersionMismatch,
+    ToolError,
+    LoopDetected,
+    Cancelled,
+    MaxIterations,
+    /// HTTP facade: the send waited too long in its session's queue.
+    QueueTimeout,
+}

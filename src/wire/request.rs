@@ -1,0 +1,163 @@
+//! Requests: what a client writes to pirn (stdin lines, WebSocket frames),
+//! discriminated by `type`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One request line. Discriminated by `type`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    /// Start the session. Must come first. (Boxed: the config is large and
+    /// the other requests are small.)
+    Init(Box<InitRequest>),
+    /// A user message: runs the agent loop, answered by events then one result.
+    Send(SendRequest),
+    /// Ask for the session state, answered at once by `status_ok`.
+    Status(IdOnly),
+    /// Abort the send whose id is `target_id`.
+    Cancel(CancelRequest),
+    /// Cancel what runs, answer `shutdown_ok`, exit 0.
+    Shutdown(IdOnly),
+    /// pirn extension (opt-in with `config.permission_responses`): the
+    /// answer to a `permission_request` event.
+    PermissionResponse(PermissionResponse),
+}
+
+impl Request {
+    /// The request's correlation id.
+    pub fn id(&self) -> &str {
+        match self {
+            Request::Init(r) => &r.id,
+            Request::Send(r) => &r.id,
+            Request::Status(r) | Request::Shutdown(r) => &r.id,
+            Request::Cancel(r) => &r.id,
+            Request::PermissionResponse(r) => &r.id,
+        }
+    }
+}
+
+/// `init`: `{type, id, protocol_version?, config}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct InitRequest {
+    pub id: String,
+    /// The version the client expects; compatible when the MAJOR matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    pub config: InitConfig,
+}
+
+/// `init.config`. The first three fields are required by protocol 0.2.0;
+/// everything after `worker_id` is a pirn extension and optional.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct InitConfig {
+    /// Model identifier passed to the chat-completions endpoint.
+    pub model: String,
+    /// System prompt; the first message of the conversation.
+    pub system_prompt: String,
+    /// Tools to advertise and allow (`read_file`, `write_file`, `edit_file`,
+    /// `glob`, `grep`, `bash`). Others are refused.
+    pub tools: Vec<String>,
+    /// Model calls allowed per send (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_id: Option<String>,
+    /// Workspace directory (default: the worker's working directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Longest wait for one chunk of the model stream, in ms (default 180000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Sampling temperature sent to the model (default: the server's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Upper bound on generated tokens per model call (default: the server's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Directories outside the workspace that file tools may reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_paths: Option<Vec<String>>,
+    /// What the model may do unasked (default `full-auto`, or
+    /// `PIRN_APPROVAL_MODE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<ApprovalMode>,
+    /// Rules refining the mode; deny beats ask beats allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<PermissionRules>,
+    /// The client answers `permission_request` events with
+    /// `permission_response` requests (default false: requests are denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_responses: Option<bool>,
+    /// How long a call waits for a permission answer, in ms (default 300000;
+    /// then it is denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_timeout_ms: Option<u64>,
+}
+
+/// How much the model may do unasked.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    /// Everything in the workspace is allowed (default).
+    #[default]
+    FullAuto,
+    /// File edits allowed; bash needs approval.
+    AutoEdit,
+    /// Reads allowed; writes and bash need approval.
+    Suggest,
+    /// Reads only; the model writes a plan, which ends the send.
+    Plan,
+}
+
+/// `config.permissions`: rule lists, each rule `tool` or `tool(glob)`, e.g.
+/// `bash(git push*)`, `write_file(.env*)`, `read_file(secrets/**)`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct PermissionRules {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+}
+
+/// `send`: `{type, id, message}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct SendRequest {
+    pub id: String,
+    pub message: String,
+}
+
+/// `status` and `shutdown`: `{type, id}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct IdOnly {
+    pub id: String,
+}
+
+/// `cancel`: `{type, id, target_id}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct CancelRequest {
+    pub id: String,
+    /// The `id` of the send to cancel.
+    pub target_id: String,
+}
+
+/// pirn extension `permission_response`: `{type, id, request_id, decision}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct PermissionResponse {
+    pub id: String,
+    /// The `request_id` of the `permission_request` event being answered.
+    pub request_id: String,
+    pub decision: Decision,
+}
+
+/// A host's answer to a permission request.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Deny,
+}
