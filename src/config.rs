@@ -19,10 +19,16 @@ use serde_json::Value;
 use crate::approval::{ApprovalMode, Policy, RuleError};
 use crate::model::Endpoint;
 use crate::tools;
-use crate::wire::{Correlation, InitConfig};
+use crate::wire::{Correlation, InitConfig, ProtocolVersion};
 
 /// Default `max_iterations`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 20;
+/// Default `max_tool_calls_per_turn`: tool calls of one model answer that run.
+pub const DEFAULT_MAX_TOOL_CALLS_PER_TURN: usize = 16;
+/// Default `max_tokens` of every model request (a runaway answer stops there).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// Longest heartbeat interval honoured (a larger setting is lowered to it).
+pub const MAX_HEARTBEAT: Duration = Duration::from_secs(24 * 3600);
 /// Default wait for a permission answer, in ms.
 pub const DEFAULT_PERMISSION_TIMEOUT_MS: u64 = 300_000;
 /// Default heartbeat interval.
@@ -42,12 +48,16 @@ pub struct Environment {
     pub base_url: Option<String>,
     /// `PIRN_API_KEY`, else `OPENAI_API_KEY`, else `OPENROUTER_API_KEY`.
     pub api_key: Option<String>,
+    /// The variable the key came from (names the provider in error events).
+    pub api_key_var: Option<&'static str>,
     /// `OPENAI_API_KEY` is set (picks OpenAI's URL when no base URL is given).
     pub openai_key_set: bool,
     /// `OPENROUTER_API_KEY` is set (picks OpenRouter's URL likewise).
     pub openrouter_key_set: bool,
     /// `PIRN_IDLE_TIMEOUT_MS`, parsed.
     pub idle_timeout_ms: Option<u64>,
+    /// `PIRN_MAX_RETRY_AFTER_MS`: the longest `Retry-After` waited for.
+    pub max_retry_after_ms: Option<u64>,
     /// `PIRN_HEARTBEAT_INTERVAL`, else `HEDDLE_HEARTBEAT_INTERVAL`, in ms.
     pub heartbeat_ms: Option<u64>,
     /// `PIRN_APPROVAL_MODE`, unparsed (a bad value fails `init`).
@@ -81,19 +91,25 @@ impl Environment {
         Environment {
             base_url: first(&["PIRN_BASE_URL", "OPENAI_BASE_URL", "HEDDLE_BASE_URL"]),
             api_key: first(&["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]),
+            api_key_var: ["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]
+                .into_iter()
+                .find(|k| var(k).is_some()),
             openai_key_set: var("OPENAI_API_KEY").is_some(),
             openrouter_key_set: var("OPENROUTER_API_KEY").is_some(),
             idle_timeout_ms: var("PIRN_IDLE_TIMEOUT_MS").and_then(|v| v.trim().parse().ok()),
+            max_retry_after_ms: var("PIRN_MAX_RETRY_AFTER_MS").and_then(|v| v.trim().parse().ok()),
             heartbeat_ms: first(&["PIRN_HEARTBEAT_INTERVAL", "HEDDLE_HEARTBEAT_INTERVAL"])
                 .and_then(|v| v.trim().parse().ok()),
             approval_mode: var("PIRN_APPROVAL_MODE"),
         }
     }
 
-    /// The heartbeat interval (default [`DEFAULT_HEARTBEAT`], at least
-    /// [`MIN_HEARTBEAT`]).
+    /// The heartbeat interval (default [`DEFAULT_HEARTBEAT`], between
+    /// [`MIN_HEARTBEAT`] and [`MAX_HEARTBEAT`]).
     pub fn heartbeat(&self) -> Duration {
-        self.heartbeat_ms.map(|ms| Duration::from_millis(ms).max(MIN_HEARTBEAT)).unwrap_or(DEFAULT_HEARTBEAT)
+        self.heartbeat_ms
+            .map(|ms| Duration::from_millis(ms).clamp(MIN_HEARTBEAT, MAX_HEARTBEAT))
+            .unwrap_or(DEFAULT_HEARTBEAT)
     }
 }
 
@@ -124,12 +140,19 @@ pub enum ConfigError {
     Rule(#[from] RuleError),
     #[error("allowed path {path:?}: {source}")]
     AllowedPath { path: String, source: std::io::Error },
+    /// An extension a 0.2.0 client cannot use (it would never see the ids to answer with).
+    #[error("config.{0} needs protocol_version 0.3.0 (this session speaks 0.2.0)")]
+    NeedsV0_3(&'static str),
+    #[error("config.max_tool_calls_per_turn must be at least 1")]
+    ZeroToolCalls,
 }
 
 /// Everything a session needs, validated. Built once; read-only after.
 #[derive(Debug)]
 pub struct SessionConfig {
     pub session_id: String,
+    /// The protocol version negotiated at `init`; shapes everything written.
+    pub version: ProtocolVersion,
     pub model: String,
     pub system_prompt: String,
     /// Enabled tool names (known ones only).
@@ -138,6 +161,8 @@ pub struct SessionConfig {
     /// them ([`SessionConfig::tool_specs`]).
     tool_specs: OnceLock<Vec<Value>>,
     pub max_iterations: u32,
+    /// Most tool calls of one model answer that run (the rest are answered "not run").
+    pub max_tool_calls_per_turn: usize,
     pub correlation: Correlation,
     /// Canonical workspace directory.
     pub workspace: PathBuf,
@@ -146,7 +171,8 @@ pub struct SessionConfig {
     pub endpoint: Endpoint,
     pub heartbeat: Duration,
     pub temperature: Option<f32>,
-    pub max_tokens: Option<u32>,
+    /// `max_tokens` sent with every model request.
+    pub max_tokens: u32,
     /// Approval mode and permission rules.
     pub policy: Policy,
     /// The client answers permission requests (pirn extension).
@@ -158,17 +184,30 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
-    /// Validates `config` against `env`; `limits` come from the transport.
+    /// Validates `config` against `env` for a session speaking `version`;
+    /// `limits` come from the transport.
     ///
-    /// Errors: an empty model, `max_iterations` of 0, a workspace that is not
-    /// a directory, a bad approval mode or permission rule, an allowed path
-    /// that does not exist.
-    pub fn new(config: &InitConfig, env: &Environment, limits: Limits) -> Result<SessionConfig, ConfigError> {
+    /// Errors: an empty model, `max_iterations` or `max_tool_calls_per_turn`
+    /// of 0, a workspace that is not a directory, a bad approval mode or
+    /// permission rule, an allowed path that does not exist,
+    /// `permission_responses` in a 0.2.0 session.
+    pub fn new(
+        config: &InitConfig,
+        env: &Environment,
+        limits: Limits,
+        version: ProtocolVersion,
+    ) -> Result<SessionConfig, ConfigError> {
         if config.model.trim().is_empty() {
             return Err(ConfigError::EmptyModel);
         }
         if config.max_iterations == Some(0) {
             return Err(ConfigError::ZeroIterations);
+        }
+        if config.max_tool_calls_per_turn == Some(0) {
+            return Err(ConfigError::ZeroToolCalls);
+        }
+        if config.permission_responses == Some(true) && version < ProtocolVersion::V0_3 {
+            return Err(ConfigError::NeedsV0_3("permission_responses"));
         }
         let workspace = match &config.cwd {
             Some(dir) => PathBuf::from(dir),
@@ -202,6 +241,7 @@ impl SessionConfig {
                 worker_id: config.worker_id.as_deref().map(Arc::from),
             },
             session_id,
+            version,
             model: config.model.clone(),
             system_prompt: if mode == ApprovalMode::Plan {
                 format!("{}{PLAN_INSTRUCTIONS}", config.system_prompt)
@@ -211,12 +251,15 @@ impl SessionConfig {
             tool_specs: OnceLock::new(),
             tools,
             max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
+            max_tool_calls_per_turn: config
+                .max_tool_calls_per_turn
+                .map_or(DEFAULT_MAX_TOOL_CALLS_PER_TURN, |n| n as usize),
             workspace,
             allowed_paths,
             endpoint: Endpoint::new(env, config.idle_timeout_ms),
             heartbeat: env.heartbeat(),
             temperature: config.temperature,
-            max_tokens: config.max_tokens,
+            max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).max(1),
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),
             permission_timeout: Duration::from_millis(
@@ -255,12 +298,26 @@ mod tests {
     #[test]
     fn config_errors_say_what_is_wrong() {
         let base = InitConfig { model: "m".into(), ..InitConfig::default() };
-        let bad_mode = SessionConfig::new(&base, &env(&[("PIRN_APPROVAL_MODE", "yolo")]), Limits::default());
+        let bad_mode = SessionConfig::new(
+            &base,
+            &env(&[("PIRN_APPROVAL_MODE", "yolo")]),
+            Limits::default(),
+            ProtocolVersion::V0_2,
+        );
         assert!(bad_mode.unwrap_err().to_string().contains("yolo"));
         let empty = InitConfig { model: " ".into(), ..InitConfig::default() };
-        assert!(matches!(SessionConfig::new(&empty, &env(&[]), Limits::default()), Err(ConfigError::EmptyModel)));
+        assert!(matches!(
+            SessionConfig::new(&empty, &env(&[]), Limits::default(), ProtocolVersion::V0_2),
+            Err(ConfigError::EmptyModel)
+        ));
         let nowhere = InitConfig { cwd: Some("/nonexistent/pirn".into()), ..base };
-        let e = SessionConfig::new(&nowhere, &env(&[]), Limits::default()).unwrap_err();
+        let e = SessionConfig::new(&nowhere, &env(&[]), Limits::default(), ProtocolVersion::V0_2).unwrap_err();
         assert_eq!(e.to_string(), "workspace /nonexistent/pirn is not a directory");
+        let answers = InitConfig { model: "m".into(), permission_responses: Some(true), ..InitConfig::default() };
+        let e = SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_2).unwrap_err();
+        assert!(e.to_string().contains("0.3.0"), "{e}");
+        assert!(SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_3).is_ok());
+        let huge = env(&[("PIRN_HEARTBEAT_INTERVAL", "18446744073709551615")]);
+        assert_eq!(huge.heartbeat(), MAX_HEARTBEAT);
     }
 }

@@ -14,6 +14,7 @@ pub mod agent;
 pub mod approval;
 pub mod config;
 pub mod conversation;
+pub mod logging;
 pub mod model;
 pub mod session;
 pub mod sse;

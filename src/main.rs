@@ -5,10 +5,12 @@
 //! - `pirn --help`, `pirn --version`.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use pirn::logging;
 use pirn::transport::{http, run, stdio, writer::Format};
 use pirn::wire::InitConfig;
 
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (protocol ", include_str!("../PROTOCOL_VERSION"), ")");
+const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (protocol ", include_str!("../PROTOCOL_VERSION"), "; serves 0.2.0 and 0.3.0)");
 
 const DEFAULT_SYSTEM_PROMPT: &str = "You are pirn, a coding agent working inside a software repository (your working directory). \
 Use the tools to look at the actual files before you answer; never guess file contents. \
@@ -17,11 +19,11 @@ When you have enough information, answer the user's question directly and concis
 /// pirn: a headless coding-agent worker (heddle headless protocol).
 ///
 /// Without a subcommand, pirn reads JSONL requests on stdin and writes JSONL
-/// responses on stdout. Logs go to stderr only when RUST_LOG or --log asks.
+/// responses on stdout. Logs go to stderr only when PIRN_LOG or --log asks.
 #[derive(Parser, Debug)]
 #[command(name = "pirn", version = VERSION, about)]
 struct Cli {
-    /// Log filter for stderr (tracing EnvFilter syntax, e.g. `debug`).
+    /// Log filter for stderr (tracing EnvFilter syntax, e.g. `debug`) [env: PIRN_LOG].
     #[arg(long, global = true)]
     log: Option<String>,
     #[command(subcommand)]
@@ -97,21 +99,10 @@ enum OutputFormat {
     Text,
 }
 
-fn init_logging(filter: Option<&str>) {
-    let from_env = std::env::var("RUST_LOG").ok().filter(|v| !v.is_empty());
-    let Some(filter) = filter.map(str::to_owned).or(from_env) else {
-        return;
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-}
-
 /// Runs `fut` on a single-threaded runtime, then exits with its code without
 /// waiting for blocking threads (a stdin read may still be parked in one).
-fn block_on_and_exit(fut: impl std::future::Future<Output = i32>) -> ! {
+/// The log writer is flushed first (unless stderr would block).
+fn block_on_and_exit(fut: impl std::future::Future<Output = i32>, log: Option<logging::LogGuard>) -> ! {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -121,19 +112,22 @@ fn block_on_and_exit(fut: impl std::future::Future<Output = i32>) -> ! {
     };
     let code = rt.block_on(fut);
     rt.shutdown_background();
+    if let Some(log) = log {
+        log.finish();
+    }
     std::process::exit(code);
 }
 
 fn main() {
     // The worker path (no arguments) skips argument parsing entirely.
     if std::env::args_os().len() == 1 {
-        init_logging(None);
-        block_on_and_exit(stdio::serve());
+        let log = logging::init(None);
+        block_on_and_exit(stdio::serve(), log);
     }
     let cli = Cli::parse();
-    init_logging(cli.log.as_deref());
+    let log = logging::init(cli.log.as_deref());
     match cli.command {
-        None => block_on_and_exit(stdio::serve()),
+        None => block_on_and_exit(stdio::serve(), log),
         Some(Command::Run(args)) => {
             let config = InitConfig {
                 model: args.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
@@ -148,9 +142,9 @@ fn main() {
                 OutputFormat::Jsonl => Format::Jsonl,
                 OutputFormat::Text => Format::Text,
             };
-            block_on_and_exit(run::run(config, args.prompt, format))
+            block_on_and_exit(run::run(config, args.prompt, format), log)
         }
-        Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args)),
+        Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args), log),
         Some(Command::Serve(args)) => {
             let port = args
                 .port
@@ -162,7 +156,7 @@ fn main() {
                 token: args.token.or_else(|| std::env::var("PIRN_TOKEN").ok()),
                 queue_timeout: std::time::Duration::from_secs(args.queue_timeout_secs),
             };
-            block_on_and_exit(http::serve(opts))
+            block_on_and_exit(http::serve(opts), log)
         }
     }
 }

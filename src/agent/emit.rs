@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::wire::{Correlation, Event, EventMsg, OutgoingMessage};
+use crate::model::{OnRetry, RetryNotice};
+use crate::wire::{self, Correlation, Event, EventMsg, OutgoingMessage, ProtocolVersion};
 
 /// Where a session's output goes, in order. Bounded: a reader that stops
 /// reading slows the session down instead of growing memory.
@@ -17,17 +18,20 @@ pub type Outbox = mpsc::Sender<OutgoingMessage>;
 /// Capacity of an outbox channel, in messages.
 pub const OUTBOX_CAPACITY: usize = 1024;
 
-/// Emits the events of one send into the outbox.
+/// Emits the events of one send into the outbox, shaped for the session's
+/// protocol version ([`wire::shape`]: a 0.2.0 client gets no extension
+/// fields or events).
 pub struct Emitter {
     send_id: Arc<str>,
     correlation: Correlation,
+    version: ProtocolVersion,
     outbox: Outbox,
 }
 
 impl Emitter {
     /// An emitter for send `send_id`; every event carries `correlation`.
-    pub fn new(send_id: Arc<str>, correlation: Correlation, outbox: Outbox) -> Emitter {
-        Emitter { send_id, correlation, outbox }
+    pub fn new(send_id: Arc<str>, correlation: Correlation, version: ProtocolVersion, outbox: Outbox) -> Emitter {
+        Emitter { send_id, correlation, version, outbox }
     }
 
     /// Queues `event` for the writer (which numbers it). If the writer is
@@ -35,6 +39,22 @@ impl Emitter {
     pub async fn emit(&self, event: Event) {
         let msg =
             EventMsg { event, event_seq: 0, send_id: self.send_id.clone(), correlation: self.correlation.clone() };
-        let _ = self.outbox.send(OutgoingMessage::Event(msg)).await;
+        send_shaped(&self.outbox, OutgoingMessage::Event(msg), self.version).await;
+    }
+}
+
+/// A retried model request becomes a `retry` event (0.3.0 only).
+impl OnRetry for Emitter {
+    async fn retrying(&self, r: RetryNotice) {
+        let wait_ms = u64::try_from(r.wait.as_millis()).unwrap_or(u64::MAX);
+        self.emit(Event::Retry { attempt: r.attempt, wait_ms, status: Some(r.status) }).await;
+    }
+}
+
+/// Shapes `msg` for `version` and queues it (unless that version has no such
+/// message). The one path every line of a session takes to its writer.
+pub async fn send_shaped(outbox: &Outbox, mut msg: OutgoingMessage, version: ProtocolVersion) {
+    if wire::shape(&mut msg, version) {
+        let _ = outbox.send(msg).await;
     }
 }

@@ -1,6 +1,6 @@
 //! Loop detection: the same tool calls, iteration after iteration.
 //!
-//! Owns: the signature of an iteration's calls (names and canonical JSON
+//! Owns: the signature of an answer's calls (names and canonical JSON
 //! arguments, so key order and spacing do not hide a repeat) and the count
 //! of consecutive identical iterations.
 
@@ -19,14 +19,18 @@ pub struct LoopGuard {
 }
 
 impl LoopGuard {
-    /// Records one iteration's calls; true when this makes
-    /// [`LOOP_REPEATS`] identical iterations in a row.
-    pub fn is_loop(&mut self, calls: &[ToolCall]) -> bool {
+    /// Records one answer's (deduplicated) calls; true when this makes
+    /// [`LOOP_REPEATS`] identical requests in a row. Repeats inside one
+    /// answer count too (`copies`: the most times one call appeared in it),
+    /// but one answer alone never makes a loop: its calls run once, and
+    /// asking for them again in the next answer does.
+    pub fn is_loop(&mut self, calls: &[ToolCall], copies: u32) -> bool {
+        let weight = copies.clamp(1, LOOP_REPEATS - 1);
         let signature = signature(calls);
         if self.last.as_deref() == Some(signature.as_str()) {
-            self.repeats += 1;
+            self.repeats = self.repeats.saturating_add(weight);
         } else {
-            self.repeats = 1;
+            self.repeats = weight;
             self.last = Some(signature);
         }
         self.repeats >= LOOP_REPEATS
@@ -82,7 +86,10 @@ mod tests {
         let calls = [ToolCall { id: "1".into(), name: "glob".into(), arguments: "{}".into() }];
         let other = [ToolCall { id: "1".into(), name: "grep".into(), arguments: "{}".into() }];
         let mut g = LoopGuard::default();
-        assert!(!g.is_loop(&calls) && !g.is_loop(&calls) && !g.is_loop(&other) && !g.is_loop(&other));
-        assert!(g.is_loop(&other));
+        assert!(!g.is_loop(&calls, 1) && !g.is_loop(&calls, 1) && !g.is_loop(&other, 1) && !g.is_loop(&other, 1));
+        assert!(g.is_loop(&other, 1));
+        let mut g = LoopGuard::default();
+        assert!(!g.is_loop(&calls, 200), "one answer alone is not a loop");
+        assert!(g.is_loop(&calls, 1), "asking again after repeating it in one answer is");
     }
 }

@@ -13,6 +13,7 @@
 //! stream and kills a running tool's process group), then calls
 //! [`crate::conversation::Conversation::repair`].
 
+pub mod batch;
 pub mod emit;
 pub mod loop_guard;
 pub mod tool_call;
@@ -38,7 +39,8 @@ use crate::wire::{ErrorCode, ErrorEnvelope, Event, ToolCallMade, Usage};
 use loop_guard::LoopGuard;
 use tool_call::CallContext;
 
-/// Figures of one send, reported in its result (also when it is cancelled).
+/// Figures of one send, reported in its result (also when it is cancelled:
+/// a model call or tool cut off by the cancel counts up to that moment).
 #[derive(Debug, Default)]
 pub struct SendStats {
     /// Model calls made.
@@ -47,6 +49,42 @@ pub struct SendStats {
     pub usage: Usage,
     pub model_latency: Duration,
     pub tool_latency: Duration,
+    /// Start of the model call in flight.
+    model_since: Option<Instant>,
+    /// Start of the tool call in flight.
+    tool_since: Option<Instant>,
+}
+
+impl SendStats {
+    /// A model call starts.
+    pub fn begin_model(&mut self) {
+        self.model_since = Some(Instant::now());
+    }
+
+    /// The model call in flight ended; its time is counted.
+    pub fn end_model(&mut self) {
+        if let Some(t) = self.model_since.take() {
+            self.model_latency += t.elapsed();
+        }
+    }
+
+    /// A tool call starts.
+    pub fn begin_tool(&mut self) {
+        self.tool_since = Some(Instant::now());
+    }
+
+    /// The tool call in flight ended; its time is counted. Returns it.
+    pub fn end_tool(&mut self) -> Duration {
+        let spent = self.tool_since.take().map(|t| t.elapsed()).unwrap_or_default();
+        self.tool_latency += spent;
+        spent
+    }
+
+    /// Counts what was in flight when the send was cut off (cancel, panic).
+    pub fn close_interrupted(&mut self) {
+        self.end_model();
+        self.end_tool();
+    }
 }
 
 /// How a send ended (cancellation is decided by the caller).
@@ -69,8 +107,7 @@ struct ChatRequest<'a> {
     tools: &'a [Value],
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
+    max_tokens: u32,
 }
 
 #[derive(Serialize)]
@@ -120,9 +157,9 @@ pub async fn run(
                 return fail(emit, error, None).await;
             }
         };
-        let started = Instant::now();
+        stats.begin_model();
         let result = call_model(config, body, emit).await;
-        stats.model_latency += started.elapsed();
+        stats.end_model();
         let completion = match result {
             Ok(c) => c,
             Err(e) => {
@@ -142,7 +179,8 @@ pub async fn run(
             stats.usage.add(&u);
             emit.emit(Event::Usage(u)).await;
         }
-        conv.push_assistant(&completion.text, &completion.tool_calls);
+        let turn = batch::plan(&completion.tool_calls, config.max_tool_calls_per_turn);
+        conv.push_assistant(&completion.text, &turn.run);
         if completion.tool_calls.is_empty() {
             if completion.finish_reason.as_deref() == Some("length") {
                 let error = ErrorEnvelope {
@@ -158,22 +196,25 @@ pub async fn run(
             }
             return Outcome::Ok { response: completion.text };
         }
-        if guard.is_loop(&completion.tool_calls) {
+        if guard.is_loop(&turn.run, turn.most_copies) {
             let error = ErrorEnvelope::new(
                 ErrorCode::LoopDetected,
-                format!("the model made the same tool calls {LOOP_REPEATS} iterations in a row"),
+                format!("the model made the same tool calls {LOOP_REPEATS} times in a row"),
             );
             return fail(emit, error, None).await;
         }
-        for call in &completion.tool_calls {
-            tool_call::run(&cx, conv, stats, call).await;
+        let last = turn.run.len().saturating_sub(1);
+        for (i, call) in turn.run.iter().enumerate() {
+            let note = if i == last { turn.note.as_deref() } else { None };
+            tool_call::run(&cx, conv, stats, call, note).await;
         }
     }
 }
 
-/// Streams one model call, emitting `content_delta` per text piece.
+/// Streams one model call, emitting `content_delta` per text piece (and a
+/// `retry` event before each retry of a 429/503).
 async fn call_model(config: &SessionConfig, body: Bytes, emit: &Emitter) -> Result<Completion, ModelError> {
-    let mut stream = config.endpoint.open(body).await?;
+    let mut stream = config.endpoint.open(body, emit).await?;
     while let Some(text) = stream.next_text().await? {
         emit.emit(Event::ContentDelta { text }).await;
     }

@@ -5,8 +5,6 @@
 //! text the model reads for refused or malformed calls, and the wait for a
 //! host's permission answer (bounded by `permission_timeout`).
 
-use std::time::Instant;
-
 use serde_json::Value;
 
 use super::SendStats;
@@ -26,8 +24,15 @@ pub struct CallContext<'a> {
     pub tools: &'a ToolContext,
 }
 
-/// Runs one tool call and appends its result to the conversation.
-pub async fn run(cx: &CallContext<'_>, conv: &mut Conversation, stats: &mut SendStats, call: &ToolCall) {
+/// Runs one tool call and appends its result to the conversation, with
+/// `note` (what pirn did not run of the answer) after it.
+pub async fn run(
+    cx: &CallContext<'_>,
+    conv: &mut Conversation,
+    stats: &mut SendStats,
+    call: &ToolCall,
+    note: Option<&str>,
+) {
     let parsed = if call.arguments.trim().is_empty() {
         Ok(Value::Object(Default::default()))
     } else {
@@ -38,7 +43,7 @@ pub async fn run(cx: &CallContext<'_>, conv: &mut Conversation, stats: &mut Send
         .emit(Event::ToolStart { name: call.name.clone(), args: args.clone(), call_id: Some(call.id.clone()) })
         .await;
     stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
-    let started = Instant::now();
+    stats.begin_tool();
     let output = match &parsed {
         Err(e) => ToolOutput::error(format!(
             "the arguments of this {} call are not valid JSON ({e}); send a JSON object",
@@ -49,16 +54,21 @@ pub async fn run(cx: &CallContext<'_>, conv: &mut Conversation, stats: &mut Send
             Err(reason) => ToolOutput::error(format!("permission denied: {reason}. Do not retry this call.")),
         },
     };
-    stats.tool_latency += started.elapsed();
+    let spent = stats.end_tool();
     cx.emit
         .emit(Event::ToolEnd {
             name: call.name.clone(),
             result_preview: tools::preview(&output.text),
+            duration_ms: Some(u64::try_from(spent.as_millis()).unwrap_or(u64::MAX)),
             call_id: Some(call.id.clone()),
             is_error: Some(output.is_error),
         })
         .await;
-    let text = if output.is_error { format!("Error: {}", output.text) } else { output.text };
+    let mut text = if output.is_error { format!("Error: {}", output.text) } else { output.text };
+    if let Some(note) = note {
+        text.push_str("\n\n");
+        text.push_str(note);
+    }
     conv.push_tool_result(&call.id, text);
 }
 

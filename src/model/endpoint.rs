@@ -29,9 +29,32 @@ const ERROR_BODY_CAP: usize = 64 * 1024;
 pub struct Endpoint {
     /// `<base>/chat/completions`.
     pub chat_url: String,
+    /// The `provider` of error events (see [`Endpoint::provider`]).
+    provider: String,
     api_key: Option<String>,
     /// Longest wait for response headers and for each body chunk.
     pub idle_timeout: Duration,
+    /// Longest `Retry-After` honoured; a longer one ends the call at once.
+    pub max_retry_after: Duration,
+}
+
+/// A retry about to happen: try `attempt` (2 or 3) after `wait`, because the
+/// server answered `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryNotice {
+    pub attempt: u32,
+    pub wait: Duration,
+    pub status: u16,
+}
+
+/// Told of each retry before its wait (the agent emits a `retry` event).
+pub trait OnRetry: Sync {
+    fn retrying(&self, notice: RetryNotice) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// Nobody to tell.
+impl OnRetry for () {
+    async fn retrying(&self, _: RetryNotice) {}
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -41,6 +64,7 @@ impl std::fmt::Debug for Endpoint {
             .field("chat_url", &self.chat_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("idle_timeout", &self.idle_timeout)
+            .field("max_retry_after", &self.max_retry_after)
             .finish()
     }
 }
@@ -50,7 +74,8 @@ impl Endpoint {
     /// `OPENAI_API_KEY` is set, OpenRouter when only `OPENROUTER_API_KEY` is,
     /// else a local llama-server at `http://127.0.0.1:8080/v1`. The idle
     /// timeout is `idle_timeout_ms` (from init), else `PIRN_IDLE_TIMEOUT_MS`,
-    /// else [`DEFAULT_IDLE_TIMEOUT`].
+    /// else [`DEFAULT_IDLE_TIMEOUT`]; the `Retry-After` cap is
+    /// `PIRN_MAX_RETRY_AFTER_MS`, else [`MAX_RETRY_AFTER`].
     pub fn new(env: &Environment, idle_timeout_ms: Option<u64>) -> Endpoint {
         let base = env.base_url.clone().unwrap_or_else(|| {
             if env.openai_key_set {
@@ -62,26 +87,40 @@ impl Endpoint {
             }
         });
         let idle_ms = idle_timeout_ms.or(env.idle_timeout_ms);
+        let chat_url = format!("{}/chat/completions", base.trim_end_matches('/'));
+        let host = chat_url.split("://").nth(1).and_then(|rest| rest.split('/').next()).unwrap_or("unknown").to_owned();
+        let provider = if host.ends_with("openrouter.ai") || (env.api_key_var == Some("OPENROUTER_API_KEY")) {
+            "openrouter".to_owned()
+        } else if host.ends_with("api.openai.com") || (env.api_key_var == Some("OPENAI_API_KEY")) {
+            "openai".to_owned()
+        } else {
+            host
+        };
         Endpoint {
-            chat_url: format!("{}/chat/completions", base.trim_end_matches('/')),
+            chat_url,
+            provider,
             api_key: env.api_key.clone(),
             idle_timeout: idle_ms.map(Duration::from_millis).unwrap_or(DEFAULT_IDLE_TIMEOUT),
+            max_retry_after: env.max_retry_after_ms.map(Duration::from_millis).unwrap_or(MAX_RETRY_AFTER),
         }
     }
 
-    /// Host part of the URL, reported as `provider` in error events.
+    /// The `provider` reported in error events: `openrouter` or `openai`
+    /// when the URL or the key's variable names one (as heddle reports it),
+    /// else the URL's `host:port`.
     pub fn provider(&self) -> String {
-        self.chat_url.split("://").nth(1).and_then(|rest| rest.split('/').next()).unwrap_or("unknown").to_owned()
+        self.provider.clone()
     }
 
     /// POSTs `body` (a serialised chat-completions request with `stream:
     /// true`) and returns the open stream once the server answered 2xx.
     ///
     /// Retries 429 and 503 up to [`MAX_TRIES`] times in all, waiting
-    /// `Retry-After` (seconds or an HTTP date; 1 s, then 2 s when absent).
-    /// Nothing has been streamed at that point, so a retry cannot duplicate
-    /// output. Errors: see [`ModelError`].
-    pub async fn open(&self, body: Bytes) -> Result<ChatStream, ModelError> {
+    /// `Retry-After` (seconds or an HTTP date; 1 s, then 2 s when absent;
+    /// over `max_retry_after` the error is returned at once) and telling
+    /// `on_retry` before each wait. Nothing has been streamed at that point,
+    /// so a retry cannot duplicate output. Errors: see [`ModelError`].
+    pub async fn open(&self, body: Bytes, on_retry: &impl OnRetry) -> Result<ChatStream, ModelError> {
         let http = http_client(!self.chat_url.starts_with("http://"))?;
         let mut tries = 0;
         loop {
@@ -119,10 +158,11 @@ impl Endpoint {
                 return Err(err);
             }
             let wait = retry_after.unwrap_or(Duration::from_secs(u64::from(tries)));
-            if wait > MAX_RETRY_AFTER {
+            if wait > self.max_retry_after {
                 return Err(err);
             }
             tracing::debug!(status = status.as_u16(), wait_ms = wait.as_millis() as u64, "model server asked to retry");
+            on_retry.retrying(RetryNotice { attempt: tries + 1, wait, status: status.as_u16() }).await;
             tokio::time::sleep(wait).await;
         }
     }

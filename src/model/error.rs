@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
+/// Characters of an HTTP error body kept in `details.body`.
+pub const BODY_IN_DETAILS: usize = 2000;
+
 /// HTTP statuses after which the same request may succeed: 408, 409, 429
 /// and every 5xx.
 pub fn retryable_status(status: u16) -> bool {
@@ -33,9 +36,10 @@ pub enum ModelError {
     /// No response headers, or no chunk, within the idle timeout.
     #[error("{0}")]
     Timeout(String),
-    /// The server answered a non-2xx status.
+    /// The server answered a non-2xx status. `message` is the server's own
+    /// error message; `body` the start of the body as received.
     #[error("{message}")]
-    Http { status: u16, message: String },
+    Http { status: u16, message: String, body: String },
     /// The body broke off, ended early or grew past the answer cap.
     #[error("{0}")]
     Stream(String),
@@ -54,18 +58,20 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// An HTTP error answer: `model server answered HTTP 500 Internal Server
-    /// Error: <detail>`, the detail taken from an OpenAI-style
-    /// `{"error":{"message":…}}` body or the first 500 characters of the body.
+    /// An HTTP error answer. The message is the server's own, as heddle
+    /// reports it: the `message` of an OpenAI-style `{"error":{"message":…}}`
+    /// body, else the body's first 500 characters, else `HTTP 500 Internal
+    /// Server Error`. The first [`BODY_IN_DETAILS`] characters of the body go
+    /// to `details.body`.
     pub fn http(status: u16, body: &str) -> Self {
         let detail = server_message(body).unwrap_or_else(|| body.chars().take(500).collect::<String>());
-        let reason = reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
         let message = if detail.trim().is_empty() {
-            format!("model server answered HTTP {status} {reason}")
+            let reason = reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+            format!("HTTP {status} {reason}").trim_end().to_owned()
         } else {
-            format!("model server answered HTTP {status} {reason}: {}", detail.trim())
+            detail.trim().to_owned()
         };
-        ModelError::Http { status, message }
+        ModelError::Http { status, message, body: body.chars().take(BODY_IN_DETAILS).collect() }
     }
 
     /// `connect`, `timeout`, `http`, `stream`, `protocol` or `client`: the
@@ -106,9 +112,13 @@ impl ModelError {
     }
 
     /// The `details` object of the error event and envelope:
-    /// `{"status": <u16 or null>, "kind": <kind>}`.
+    /// `{"status": <u16 or null>, "kind": <kind>}`, plus `"body"` (the start
+    /// of the error body) for HTTP errors.
     pub fn details(&self) -> Value {
-        json!({ "status": self.status(), "kind": self.kind() })
+        match self {
+            ModelError::Http { body, .. } => json!({ "status": self.status(), "kind": self.kind(), "body": body }),
+            _ => json!({ "status": self.status(), "kind": self.kind() }),
+        }
     }
 }
 
@@ -141,6 +151,10 @@ mod tests {
         assert!(ModelError::Remote { status: None, message: "x".into() }.retryable());
         assert!(!ModelError::Remote { status: Some(400), message: "x".into() }.retryable());
         let env = ErrorEnvelope::from(&ModelError::http(503, "busy"));
-        assert_eq!(env.details, Some(json!({"status": 503, "kind": "http"})));
+        assert_eq!(env.details, Some(json!({"status": 503, "kind": "http", "body": "busy"})));
+        assert_eq!(env.message, "busy");
+        let heddle = ModelError::http(500, r#"{"error":{"message":"Model error","type":"error","code":500}}"#);
+        assert_eq!(heddle.to_string(), "Model error");
+        assert_eq!(ModelError::http(502, "").to_string(), "HTTP 502 Bad Gateway");
     }
 }

@@ -20,7 +20,7 @@ pub mod endpoint;
 pub mod error;
 pub mod stream;
 
-pub use endpoint::{DEFAULT_IDLE_TIMEOUT, Endpoint, MAX_RETRY_AFTER, MAX_TRIES};
+pub use endpoint::{DEFAULT_IDLE_TIMEOUT, Endpoint, MAX_RETRY_AFTER, MAX_TRIES, OnRetry, RetryNotice};
 pub use error::ModelError;
 pub use stream::{ChatStream, MAX_ANSWER_BYTES};
 

@@ -21,12 +21,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::emit::send_shaped;
 pub use crate::agent::{OUTBOX_CAPACITY, Outbox};
 use crate::approval::{AnswerError, PermissionBroker};
 use crate::config::{ConfigError, Environment, Limits, SessionConfig};
 use crate::conversation::Conversation;
 use crate::wire::{
-    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, Request, SendResult, StatusOk, VersionError,
+    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, Request, SendResult, StatusOk, StopReason,
+    VersionError,
 };
 pub use queue::SendRejected;
 use queue::{Job, Queue};
@@ -60,8 +62,14 @@ impl Shared {
 
     /// Writes a result that no runner will write (cancelled or expired while queued).
     async fn answer(&self, id: String, error: ErrorEnvelope) {
-        let result = SendResult::error(id, error, self.config.correlation.clone());
-        let _ = self.outbox.send(OutgoingMessage::Result(result)).await;
+        let mut result = SendResult::error(id, error, self.config.correlation.clone());
+        result.stop_reason = Some(StopReason::Cancelled);
+        self.out(OutgoingMessage::Result(result)).await;
+    }
+
+    /// Writes `msg`, shaped for the session's protocol version.
+    async fn out(&self, msg: OutgoingMessage) {
+        send_shaped(&self.outbox, msg, self.config.version).await;
     }
 }
 
@@ -73,9 +81,10 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens a session the way `init` asks: checks `protocol_version` (when
-    /// given), validates `config` against `env`, and starts the runner on the
-    /// current tokio runtime. The one way every transport opens a session.
+    /// Opens a session the way `init` asks: negotiates the protocol version
+    /// ([`wire::negotiate`]; none named means 0.2.0), validates `config`
+    /// against `env`, and starts the runner on the current tokio runtime.
+    /// The one way every transport opens a session.
     pub fn open(
         protocol_version: Option<&str>,
         config: &InitConfig,
@@ -83,10 +92,8 @@ impl Session {
         limits: Limits,
         outbox: Outbox,
     ) -> Result<Session, OpenError> {
-        if let Some(requested) = protocol_version {
-            wire::check_version(requested)?;
-        }
-        let config = SessionConfig::new(config, env, limits)?;
+        let version = wire::negotiate(protocol_version)?;
+        let config = SessionConfig::new(config, env, limits, version)?;
         Ok(Session::start(config, outbox))
     }
 
@@ -161,13 +168,16 @@ impl Session {
         }
     }
 
-    /// The `status_ok` answer for request `id`, at once.
+    /// The `status_ok` answer for request `id`, at once. `messages_count`
+    /// counts every message of the conversation, the system prompt included
+    /// (as heddle does: 1 right after `init`).
     pub fn status(&self, id: String) -> StatusOk {
         let q = self.shared.queue();
+        let system = u64::from(!self.shared.config.system_prompt.is_empty());
         StatusOk {
             id,
             model: self.shared.config.model.clone(),
-            messages_count: self.shared.messages.load(Ordering::Relaxed),
+            messages_count: self.shared.messages.load(Ordering::Relaxed) + system,
             session_id: self.shared.config.session_id.clone(),
             active: q.active.is_some(),
             queue_length: Some(q.waiting.len() as u64),
@@ -198,6 +208,11 @@ impl Session {
     /// `init` and `shutdown` belong to the transport; given here they get
     /// `protocol_error` too.
     pub async fn handle(&self, request: Request) -> Option<OutgoingMessage> {
+        let mut reply = self.reply(request).await?;
+        wire::shape(&mut reply, self.shared.config.version).then_some(reply)
+    }
+
+    async fn reply(&self, request: Request) -> Option<OutgoingMessage> {
         let refuse = |id: String, message: &dyn std::fmt::Display| {
             let result = SendResult::protocol_error(id, message, self.shared.config.correlation.clone());
             Some(OutgoingMessage::Result(result))
@@ -209,9 +224,10 @@ impl Session {
                 self.cancel(&c.target_id).await;
                 None
             }
-            Request::PermissionResponse(p) if !self.shared.config.permission_responses => {
-                refuse(p.id, &"permission_response needs config.permission_responses: true in init")
-            }
+            Request::PermissionResponse(p) if !self.shared.config.permission_responses => refuse(
+                p.id,
+                &"permission_response needs protocol_version 0.3.0 and config.permission_responses: true in init",
+            ),
             Request::PermissionResponse(p) => {
                 self.answer_permission(&p.request_id, p.decision).err().and_then(|e| refuse(p.id, &e))
             }
@@ -225,11 +241,16 @@ impl Session {
         self.shared.permissions.answer(request_id, decision)
     }
 
+    /// Stops taking sends; the queued and running ones still finish.
+    pub fn close(&self) {
+        self.shared.queue().closing = true;
+        self.shared.wake.notify_one();
+    }
+
     /// Stops taking sends, lets the queued and running ones finish, and waits
     /// for the runner to end. Cancel-safe; may be called again.
     pub async fn drain(&self) {
-        self.shared.queue().closing = true;
-        self.shared.wake.notify_one();
+        self.close();
         self.stopped.cancelled().await;
     }
 

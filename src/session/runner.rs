@@ -1,18 +1,24 @@
 //! The runner task of a session: one send at a time, in order, each with
 //! heartbeats and cancellation, each answered by exactly one result.
 //!
-//! Owns: turning the agent's [`Outcome`] (or a cancellation) into the send's
-//! `result` with its figures, and repairing the conversation after a send
-//! that did not finish.
+//! Owns: turning the agent's [`Outcome`] (or a cancellation, or a panic) into
+//! the send's `result` with its figures, and repairing the conversation
+//! after a send that did not finish. A panic inside a send is caught: the
+//! send gets an `internal_error` result, the message goes to the log, and
+//! the session goes on.
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
+
+use futures_util::FutureExt;
 
 use super::Shared;
 use super::queue::{Job, Next};
 use crate::agent::{self, Emitter, Outcome, SendStats};
 use crate::conversation::Conversation;
-use crate::wire::{ErrorEnvelope, Event, OutgoingMessage, SendResult, Status};
+use crate::wire::{ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason};
 
 /// Runs sends until the session closes and its queue is empty.
 pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
@@ -29,23 +35,36 @@ pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
     }
 }
 
+/// How a send's agent future ended.
+enum Ended {
+    Finished(Outcome),
+    Cancelled,
+    Panicked(String),
+}
+
 /// Runs one send with heartbeats and cancellation, then writes its result.
 async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
     let config = &shared.config;
     let started = Instant::now();
-    let emitter = Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), shared.outbox.clone());
+    let emitter =
+        Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), config.version, shared.outbox.clone());
     let mut stats = SendStats::default();
-    let outcome = {
+    let ended = {
         let agent =
             agent::run(config, &shared.permissions, conv, &mut stats, &emitter, &job.message, job.cancel.clone());
+        // A panic anywhere in the loop (a bug) must not swallow the result.
+        let agent = AssertUnwindSafe(agent).catch_unwind();
         tokio::pin!(agent);
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + config.heartbeat, config.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 biased;
-                _ = job.cancel.cancelled() => break None,
-                outcome = &mut agent => break Some(outcome),
+                _ = job.cancel.cancelled() => break Ended::Cancelled,
+                outcome = &mut agent => break match outcome {
+                    Ok(outcome) => Ended::Finished(outcome),
+                    Err(panic) => Ended::Panicked(panic_message(panic.as_ref())),
+                },
                 _ = heartbeat.tick() => {
                     emitter.emit(Event::Heartbeat { duration_ms: started.elapsed().as_millis() as u64 }).await;
                 }
@@ -54,15 +73,28 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
         // The agent future is dropped here: its HTTP stream closes and a
         // running tool's process group is killed.
     };
-    let (status, response, error) = match outcome {
-        Some(Outcome::Ok { response }) => (Status::Ok, Some(response), None),
-        Some(Outcome::Failed { error, response }) => {
+    // A model call or tool cut off by the cancel still counts.
+    stats.close_interrupted();
+    let (status, response, error, stop) = match ended {
+        Ended::Finished(Outcome::Ok { response }) => (Status::Ok, Some(response), None, StopReason::EndTurn),
+        Ended::Finished(Outcome::Failed { error, response }) => {
             conv.repair("not run: the send ended with an error");
-            (Status::Error, response, Some(error))
+            let stop = match error.code {
+                ErrorCode::MaxIterations => StopReason::MaxIterations,
+                ErrorCode::LoopDetected => StopReason::LoopDetected,
+                _ => StopReason::Error,
+            };
+            (Status::Error, response, Some(error), stop)
         }
-        None => {
+        Ended::Cancelled => {
             conv.repair("cancelled by the user before this tool call finished");
-            (Status::Error, None, Some(ErrorEnvelope::cancelled()))
+            (Status::Error, None, Some(ErrorEnvelope::cancelled()), StopReason::Cancelled)
+        }
+        Ended::Panicked(message) => {
+            tracing::error!(send_id = %job.id, "the send panicked: {message}");
+            conv.repair("not run: the send ended with an internal error");
+            let error = ErrorEnvelope::new(ErrorCode::InternalError, format!("internal error in pirn: {message}"));
+            (Status::Error, None, Some(error), StopReason::Error)
         }
     };
     let result = SendResult {
@@ -76,7 +108,35 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
         model_latency_ms: Some(stats.model_latency.as_millis() as u64),
         tool_latency_ms: Some(stats.tool_latency.as_millis() as u64),
         total_latency_ms: Some(started.elapsed().as_millis() as u64),
+        stop_reason: Some(stop),
         correlation: config.correlation.clone(),
     };
-    let _ = shared.outbox.send(OutgoingMessage::Result(result)).await;
+    shared.out(OutgoingMessage::Result(result)).await;
+}
+
+/// The text of a panic payload (`&str` or `String`), else a placeholder.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_a_future_is_caught_with_its_message() {
+        let fut = async {
+            let v: Vec<u8> = Vec::new();
+            #[allow(clippy::indexing_slicing)]
+            v[3]
+        };
+        let caught = AssertUnwindSafe(fut).catch_unwind().await.unwrap_err();
+        assert!(panic_message(caught.as_ref()).contains("index out of bounds"));
+        let s = AssertUnwindSafe(async { std::panic::panic_any(7u8) }).catch_unwind().await.unwrap_err();
+        assert_eq!(panic_message(s.as_ref()), "a panic without a message");
+    }
 }

@@ -3,8 +3,9 @@
 //! Owns: reading request lines (bounded at [`MAX_LINE_BYTES`]; longer lines
 //! are discarded, invalid UTF-8 and bad JSON answered, never fatal),
 //! dispatching them to the session API while a send runs, the `init`
-//! handshake, and the end of the process: `shutdown`, stdin EOF, SIGTERM or
-//! SIGINT, or stdout going away.
+//! handshake, and the end of the process: `shutdown` and stdin EOF (the
+//! sends finish first), SIGTERM or SIGINT (they are cancelled), or stdout
+//! going away.
 //!
 //! A thin front-end: all behaviour of sends lives in `session` and `agent`.
 
@@ -16,11 +17,11 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Environment, Limits};
 use crate::session::{OpenError, Outbox, Session};
 use crate::transport::pipe_writer::PipeWriter;
-use crate::transport::signal::shutdown_signal;
+use crate::transport::signal::{ShutdownSignal, shutdown_signal};
 use crate::transport::writer::{self, Format};
 use crate::wire::{
-    self, DecodeError, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES, OutgoingMessage, PROTOCOL_VERSION,
-    Request, SendResult, UNKNOWN_ID,
+    self, DecodeError, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES, NOT_INITIALIZED, OutgoingMessage,
+    PROTOCOL_VERSION, Request, SendResult, UNKNOWN_ID,
 };
 
 /// Sends that may wait behind the running one; one more is refused with a
@@ -72,20 +73,41 @@ impl Stdout {
     }
 }
 
-/// Runs the worker until shutdown; returns the process exit code.
+/// Runs the worker until it ends; returns the process exit code.
+///
+/// How it ends decides what happens to the sends: `shutdown` and stdin EOF
+/// finish the running and queued sends first (their results come first, in
+/// order), while SIGTERM/SIGINT, or a signal during that wait, cancel them
+/// at once; stdout closing cancels them too (nobody reads the results).
 pub async fn serve() -> i32 {
     let out = Stdout::start();
-    let mut worker = Worker { outbox: out.outbox(), session: None, env: Environment::from_process() };
-    let end = worker.read_loop(tokio::io::stdin(), out.stdout_closed()).await;
+    let mut worker = Worker {
+        outbox: out.outbox(),
+        session: None,
+        env: Environment::from_process(),
+        signals: shutdown_signal(),
+        shutting_down: None,
+    };
+    let stdout_closed = out.stdout_closed();
+    let end = worker.read_loop(tokio::io::stdin(), &stdout_closed).await;
     if let Some(session) = worker.session.take() {
-        session.shutdown().await;
+        match end {
+            End::Shutdown(_) | End::Eof => {
+                tokio::select! {
+                    _ = session.drain() => {}
+                    _ = worker.signals.recv() => session.shutdown().await,
+                    _ = stdout_closed.cancelled() => session.shutdown().await,
+                }
+            }
+            End::Signal | End::StdoutClosed => session.shutdown().await,
+        }
     }
     if let End::Shutdown(id) = &end {
         let _ = worker.outbox.send(OutgoingMessage::ShutdownOk(IdOnly { id: id.clone() })).await;
     }
     drop(worker);
     let failed = out.close().await;
-    if failed || end == End::StdoutClosed { EXIT_STDOUT_CLOSED } else { 0 }
+    if failed || stdout_closed.is_cancelled() { EXIT_STDOUT_CLOSED } else { 0 }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -101,13 +123,16 @@ struct Worker {
     outbox: Outbox,
     session: Option<Session>,
     env: Environment,
+    signals: ShutdownSignal,
+    /// The id of a `shutdown` being carried out: the session finishes its
+    /// sends while requests are still read (a `cancel` still works).
+    shutting_down: Option<String>,
 }
 
 impl Worker {
-    async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut input: R, stdout_closed: CancellationToken) -> End {
+    async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut input: R, stdout_closed: &CancellationToken) -> End {
         let mut codec = LinesCodec::new_with_max_length(MAX_LINE_BYTES);
         let mut buf = BytesMut::with_capacity(64 * 1024);
-        let mut signals = shutdown_signal();
         let mut eof = false;
         loop {
             loop {
@@ -130,7 +155,8 @@ impl Worker {
                 }
             }
             if eof {
-                return End::Eof;
+                // A `shutdown` already read still gets its `shutdown_ok`.
+                return self.shutting_down.take().map_or(End::Eof, End::Shutdown);
             }
             buf.reserve(64 * 1024);
             tokio::select! {
@@ -138,8 +164,11 @@ impl Worker {
                     Ok(0) | Err(_) => eof = true,
                     Ok(_) => {}
                 },
-                _ = signals.recv() => return End::Signal,
+                _ = self.signals.recv() => return End::Signal,
                 _ = stdout_closed.cancelled() => return End::StdoutClosed,
+                _ = drained(self.session.as_ref(), self.shutting_down.is_some()) => {
+                    return End::Shutdown(self.shutting_down.take().unwrap_or_default());
+                }
             }
         }
     }
@@ -158,10 +187,17 @@ impl Worker {
         };
         match request {
             Request::Init(init) => self.init(*init).await,
-            Request::Shutdown(IdOnly { id }) => return Some(End::Shutdown(id)),
+            Request::Shutdown(IdOnly { id }) => match &self.session {
+                None => return Some(End::Shutdown(id)),
+                Some(_) if self.shutting_down.is_some() => self.protocol_error(id, "already shutting down").await,
+                Some(session) => {
+                    session.close();
+                    self.shutting_down = Some(id);
+                }
+            },
             other => {
                 let Some(session) = &self.session else {
-                    self.protocol_error(other.id().to_owned(), "not initialized: send init first").await;
+                    self.protocol_error(other.id().to_owned(), NOT_INITIALIZED).await;
                     return None;
                 };
                 if let Some(reply) = session.handle(other).await {
@@ -183,8 +219,9 @@ impl Worker {
         let reply = match opened {
             Ok(session) => {
                 let session_id = session.config().session_id.clone();
+                let protocol_version = session.config().version.as_str().to_owned();
                 self.session = Some(session);
-                InitOk { id: init.id, session_id, protocol_version: PROTOCOL_VERSION.to_owned(), error: None }
+                InitOk { id: init.id, session_id, protocol_version, error: None }
             }
             Err(OpenError::Version(e)) => InitOk {
                 id: init.id,
@@ -200,5 +237,13 @@ impl Worker {
     async fn protocol_error(&self, id: String, message: impl std::fmt::Display) {
         let correlation = self.session.as_ref().map(|s| s.config().correlation.clone()).unwrap_or_default();
         let _ = self.outbox.send(OutgoingMessage::Result(SendResult::protocol_error(id, message, correlation))).await;
+    }
+}
+
+/// Resolves once `session` has finished its sends, when `active`; never otherwise.
+async fn drained(session: Option<&Session>, active: bool) {
+    match session {
+        Some(s) if active => s.drain().await,
+        _ => std::future::pending().await,
     }
 }

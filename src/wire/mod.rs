@@ -33,6 +33,12 @@ pub const PROTOCOL_VERSION: &str = include_str!("../../PROTOCOL_VERSION").trim_a
 /// discarded and answered with a `protocol_error` result.
 pub const MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
 
+/// The message for a line that is not JSON (heddle's text, exactly).
+pub const INVALID_JSON: &str = "Invalid JSON";
+
+/// The message for a request before `init` (heddle's text, exactly).
+pub const NOT_INITIALIZED: &str = "Not initialized. Send 'init' first.";
+
 /// Id echoed in a protocol-error result when the offending line carried none.
 pub const UNKNOWN_ID: &str = "unknown";
 
@@ -51,8 +57,10 @@ pub struct DecodeError {
 /// unknown `type`, missing or mistyped fields. The error keeps the line's `id`
 /// whenever the line was a JSON object with a string (or number) `id`.
 pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
-    let value: Value = serde_json::from_slice(line)
-        .map_err(|e| DecodeError { id: UNKNOWN_ID.to_owned(), message: format!("invalid JSON: {e}") })?;
+    let value: Value = serde_json::from_slice(line).map_err(|e| {
+        tracing::debug!("request line is not JSON: {e}");
+        DecodeError { id: UNKNOWN_ID.to_owned(), message: INVALID_JSON.to_owned() }
+    })?;
     let Value::Object(map) = &value else {
         return Err(DecodeError { id: UNKNOWN_ID.to_owned(), message: "a request must be a JSON object".to_owned() });
     };
@@ -84,7 +92,7 @@ pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
 
 /// A client's `protocol_version` that this build cannot serve. The text is
 /// phrased as in the protocol document (`Client requested 1.0.0, server is
-/// 0.2.0`).
+/// 0.3.0`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VersionError {
     /// A different MAJOR version.
@@ -101,16 +109,71 @@ impl From<&VersionError> for ErrorEnvelope {
     }
 }
 
-/// Parses a protocol version and checks it against [`PROTOCOL_VERSION`]:
-/// compatible when the MAJOR numbers match (semver).
-pub fn check_version(requested: &str) -> Result<(), VersionError> {
+/// The protocol versions pirn serves. A session speaks one of them, chosen
+/// at `init` by [`negotiate`]; what it writes is shaped by [`shape`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProtocolVersion {
+    /// heddle's headless protocol as its document and worker define it.
+    #[default]
+    V0_2,
+    /// 0.2.0 plus pirn's extensions (`protocol/protocol-0.3.md`).
+    V0_3,
+}
+
+impl ProtocolVersion {
+    /// `"0.2.0"` or `"0.3.0"`, as `init_ok.protocol_version` carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolVersion::V0_2 => "0.2.0",
+            ProtocolVersion::V0_3 => "0.3.0",
+        }
+    }
+}
+
+/// Picks the version for a client that asked for `requested` (`None`: it
+/// named none, which means 0.2.0). Compatible when the MAJOR matches
+/// [`PROTOCOL_VERSION`]'s; the answer is the lower of the two minors (a
+/// 0.2.x or older client gets 0.2.0, a 0.3.x or newer one 0.3.0).
+pub fn negotiate(requested: Option<&str>) -> Result<ProtocolVersion, VersionError> {
+    let Some(requested) = requested else { return Ok(ProtocolVersion::V0_2) };
     let server = PROTOCOL_VERSION.to_owned();
     let ours = semver::Version::parse(PROTOCOL_VERSION).unwrap_or(semver::Version::new(0, 0, 0));
     match semver::Version::parse(requested.trim()) {
-        Ok(theirs) if theirs.major == ours.major => Ok(()),
+        Ok(theirs) if theirs.major == ours.major && theirs.minor >= 3 => Ok(ProtocolVersion::V0_3),
+        Ok(theirs) if theirs.major == ours.major => Ok(ProtocolVersion::V0_2),
         Ok(_) => Err(VersionError::Incompatible { requested: requested.to_owned(), server }),
         Err(e) => Err(VersionError::NotSemver { requested: requested.to_owned(), reason: e.to_string(), server }),
     }
+}
+
+/// Shapes `msg` for a session speaking `version`: a 0.2.0 client gets
+/// exactly the fields heddle's document lists (pirn's extension fields are
+/// removed) and no extension events. Returns false when `msg` is not part of
+/// that version at all (it must not be written).
+pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
+    if version >= ProtocolVersion::V0_3 {
+        return true;
+    }
+    match msg {
+        OutgoingMessage::Event(e) => match &mut e.event {
+            Event::ToolStart { call_id, .. } => *call_id = None,
+            Event::ToolEnd { call_id, is_error, duration_ms, .. } => {
+                *call_id = None;
+                *is_error = None;
+                *duration_ms = None;
+            }
+            Event::PermissionRequest { request_id, args, .. } => {
+                *request_id = None;
+                *args = None;
+            }
+            Event::Retry { .. } => return false,
+            _ => {}
+        },
+        OutgoingMessage::Result(r) => r.stop_reason = None,
+        OutgoingMessage::StatusOk(s) => s.queue_length = None,
+        OutgoingMessage::InitOk(_) | OutgoingMessage::ShutdownOk(_) => {}
+    }
+    true
 }
 
 /// Assigns `event_seq`: 0-based and gapless per send, in the order lines are
@@ -165,12 +228,48 @@ mod tests {
     }
 
     #[test]
-    fn version_check_is_major_only() {
-        assert!(check_version("0.2.0").is_ok());
-        assert!(check_version("0.9.1").is_ok());
-        assert!(check_version("1.0.0").is_err());
-        assert!(check_version("banana").is_err());
-        assert!(semver::Version::parse(PROTOCOL_VERSION).is_ok(), "PROTOCOL_VERSION is not semver");
+    fn negotiation_is_same_major_and_the_lower_minor() {
+        use ProtocolVersion::*;
+        assert_eq!(negotiate(None), Ok(V0_2));
+        assert_eq!(negotiate(Some("0.1.0")), Ok(V0_2));
+        assert_eq!(negotiate(Some("0.2.0")), Ok(V0_2));
+        assert_eq!(negotiate(Some("0.3.0")), Ok(V0_3));
+        assert_eq!(negotiate(Some("0.9.1")), Ok(V0_3));
+        assert!(matches!(negotiate(Some("1.0.0")), Err(VersionError::Incompatible { .. })));
+        assert!(matches!(negotiate(Some("banana")), Err(VersionError::NotSemver { .. })));
+        assert_eq!(PROTOCOL_VERSION, V0_3.as_str(), "PROTOCOL_VERSION names the newest version served");
+    }
+
+    #[test]
+    fn a_0_2_client_gets_no_extension_fields_or_events() {
+        let mut end = OutgoingMessage::Event(EventMsg {
+            event: Event::ToolEnd {
+                name: "grep".into(),
+                result_preview: "x".into(),
+                duration_ms: Some(3),
+                call_id: Some("c".into()),
+                is_error: Some(false),
+            },
+            event_seq: 0,
+            send_id: "s".into(),
+            correlation: Correlation::default(),
+        });
+        let v3 = end.clone();
+        assert!(shape(&mut end, ProtocolVersion::V0_2));
+        let OutgoingMessage::Event(e) = &end else { unreachable!() };
+        assert_eq!(
+            serde_json::to_value(&e.event).unwrap(),
+            serde_json::json!({"event":"tool_end","name":"grep","result_preview":"x"})
+        );
+        let mut kept = v3.clone();
+        assert!(shape(&mut kept, ProtocolVersion::V0_3) && kept == v3);
+        let mut retry = OutgoingMessage::Event(EventMsg {
+            event: Event::Retry { attempt: 2, wait_ms: 1000, status: Some(429) },
+            event_seq: 0,
+            send_id: "s".into(),
+            correlation: Correlation::default(),
+        });
+        assert!(!shape(&mut retry, ProtocolVersion::V0_2));
     }
 
     #[test]

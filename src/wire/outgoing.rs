@@ -28,7 +28,7 @@ pub enum OutgoingMessage {
 pub struct InitOk {
     pub id: String,
     pub session_id: String,
-    /// Always [`PROTOCOL_VERSION`].
+    /// The negotiated version: `0.2.0` or `0.3.0` (see [`super::ProtocolVersion`]).
     pub protocol_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorEnvelope>,
@@ -79,6 +79,9 @@ pub enum Event {
     ToolEnd {
         name: String,
         result_preview: String,
+        /// 0.3.0: how long the call ran, in ms (approval wait included).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
         /// pirn extension: the model's tool-call id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call_id: Option<String>,
@@ -114,6 +117,9 @@ pub enum Event {
     PlanComplete { plan: String },
     /// Periodic alive signal; `duration_ms` since the send began.
     Heartbeat { duration_ms: u64 },
+    /// 0.3.0: a model request failed with a retried status (429/503) and is
+    /// sent again after `wait_ms`; `attempt` is the try about to start (2, 3).
+    Retry { attempt: u32, wait_ms: u64, status: Option<u16> },
 }
 
 impl Event {
@@ -129,6 +135,7 @@ impl Event {
             Event::PermissionDenied { .. } => "permission_denied",
             Event::PlanComplete { .. } => "plan_complete",
             Event::Heartbeat { .. } => "heartbeat",
+            Event::Retry { .. } => "retry",
         }
     }
 }
@@ -185,8 +192,27 @@ pub struct SendResult {
     pub tool_latency_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_latency_ms: Option<u64>,
+    /// 0.3.0: why the send ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
     #[serde(flatten)]
     pub correlation: Correlation,
+}
+
+/// 0.3.0 `result.stop_reason`: why a send ended.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered without asking for tools.
+    EndTurn,
+    /// `max_iterations` model calls were made.
+    MaxIterations,
+    /// The model repeated the same tool calls.
+    LoopDetected,
+    /// Cancelled by `cancel`, `shutdown`, a signal or the queue timing out.
+    Cancelled,
+    /// Any other error (see `error`).
+    Error,
 }
 
 impl SendResult {
@@ -210,6 +236,7 @@ impl SendResult {
             model_latency_ms: None,
             tool_latency_ms: None,
             total_latency_ms: None,
+            stop_reason: None,
             correlation,
         }
     }
@@ -281,4 +308,6 @@ pub enum ErrorCode {
     MaxIterations,
     /// HTTP facade: the send waited too long in its session's queue.
     QueueTimeout,
+    /// A bug in pirn (a panic) ended the send; the session goes on.
+    InternalError,
 }

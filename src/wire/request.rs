@@ -74,9 +74,13 @@ pub struct InitConfig {
     /// Sampling temperature sent to the model (default: the server's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
-    /// Upper bound on generated tokens per model call (default: the server's).
+    /// Upper bound on generated tokens per model call (default 4096).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Most tool calls of one model answer that run (default 16); the rest
+    /// are answered "not run" to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls_per_turn: Option<u32>,
     /// Directories outside the workspace that file tools may reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_paths: Option<Vec<String>>,

@@ -55,7 +55,7 @@ async fn secrets_never_reach_stdout_logs_or_tools() {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = super::worker::pirn_command(
         &mock.base_url(),
-        &[("PIRN_API_KEY", secret), ("OPENAI_API_KEY", secret), ("RUST_LOG", "trace")],
+        &[("PIRN_API_KEY", secret), ("OPENAI_API_KEY", secret), ("PIRN_LOG", "trace")],
     );
     cmd.current_dir(dir.path())
         .stdin(std::process::Stdio::piped())

@@ -59,7 +59,7 @@ async fn new_session(c: &reqwest::Client, base: &str, extra: Value) -> String {
     cfg.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
     let (status, body) = post(c, &format!("{base}/v1/sessions"), cfg).await;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(body["protocol_version"], "0.2.0");
+    assert_eq!(body["protocol_version"], "0.3.0");
     body["session_id"].as_str().unwrap().to_owned()
 }
 
@@ -150,14 +150,14 @@ async fn session_lifecycle_and_health() {
     let (s, h) = call(c.get(format!("{}/health", d.base))).await;
     assert_eq!(s, 200);
     assert_eq!(h["ok"], true);
-    assert_eq!(h["protocol_version"], "0.2.0");
+    assert_eq!(h["protocol_version"], "0.3.0");
     assert_eq!(h["sessions"], 0);
     let sid = new_session(&c, &d.base, json!({})).await;
     let (s, st) = call(c.get(format!("{}/v1/sessions/{sid}", d.base))).await;
     assert_eq!(s, 200);
     assert_eq!(
         st,
-        json!({"session_id": sid, "model": "mock-model", "messages_count": 0, "active": false, "queue_length": 0})
+        json!({"session_id": sid, "model": "mock-model", "messages_count": 1, "active": false, "queue_length": 0})
     );
     let (_, list) = call(c.get(format!("{}/v1/sessions", d.base))).await;
     assert_eq!(list["sessions"][0]["session_id"], sid);

@@ -46,7 +46,10 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         Reply::text(&["done"]),
     ])
     .await;
-    let mut w = Worker::spawn(&mock.base_url(), &[("PIRN_HEARTBEAT_INTERVAL", "20")]).await;
+    // shutdown and EOF let running sends finish: the stalled stream ends by
+    // the idle timeout.
+    let env = [("PIRN_HEARTBEAT_INTERVAL", "20"), ("PIRN_IDLE_TIMEOUT_MS", "300")];
+    let mut w = Worker::spawn(&mock.base_url(), &env).await;
     let mut sends: Vec<String> = Vec::new();
     let mut shut = false;
     for (i, op) in ops.iter().enumerate() {

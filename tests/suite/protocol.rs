@@ -1,11 +1,11 @@
 //! The protocol itself: handshake, bad input, events, results, concurrency.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::mock::{MockServer, Reply};
-use super::worker::{Worker, assert_gapless, names};
+use super::worker::{Worker, assert_gapless, names, signal};
 
 #[tokio::test]
 async fn init_ok_carries_the_protocol_version_file() {
@@ -28,7 +28,7 @@ async fn version_mismatch_leaves_the_worker_uninitialized() {
     assert_eq!(ok["session_id"], "");
     assert_eq!(ok["error"]["code"], "protocol_version_mismatch");
     assert_eq!(ok["error"]["retryable"], false);
-    assert_eq!(ok["error"]["message"], "Client requested 1.0.0, server is 0.2.0");
+    assert_eq!(ok["error"]["message"], "Client requested 1.0.0, server is 0.3.0");
     w.write(json!({"type":"send","id":"2","message":"hi"})).await;
     let r = w.next().await;
     assert_eq!(
@@ -39,7 +39,7 @@ async fn version_mismatch_leaves_the_worker_uninitialized() {
     w.write(json!({"type":"init","id":"3","protocol_version":"0.9.0","config":{"model":"m","system_prompt":"s","tools":[]}})).await;
     let ok = w.next().await;
     assert!(ok.get("error").is_none(), "{ok}");
-    assert_eq!(ok["protocol_version"], "0.2.0");
+    assert_eq!(ok["protocol_version"], "0.3.0", "the lower of the two minors");
 }
 
 #[tokio::test]
@@ -98,7 +98,7 @@ async fn a_line_over_10_mib_is_discarded_and_reading_goes_on() {
     assert!(r["error"]["message"].as_str().unwrap().contains("10485760"), "{r}");
     let s = w.status("after").await;
     assert_eq!(s["active"], false);
-    assert_eq!(s["messages_count"], 0);
+    assert_eq!(s["messages_count"], 1, "the system prompt");
 }
 
 #[tokio::test]
@@ -183,7 +183,7 @@ async fn conversation_persists_across_sends() {
     assert_eq!(msgs[1]["content"], "one");
     assert_eq!(msgs[2], json!({"role":"assistant","content":"first answer"}));
     assert_eq!(msgs[3]["content"], "two");
-    assert_eq!(w.status("st").await["messages_count"], 4);
+    assert_eq!(w.status("st").await["messages_count"], 5, "system prompt + 4");
 }
 
 #[tokio::test]
@@ -261,37 +261,81 @@ async fn heddle_heartbeat_variable_is_honoured() {
     assert!(names(&events).iter().filter(|n| *n == "heartbeat").count() >= 3, "{:?}", names(&events));
 }
 
-#[tokio::test]
-async fn shutdown_cancels_the_active_send_first() {
-    let mock = MockServer::start(vec![Reply::Stall { chunks: vec!["thinking".into()] }]).await;
-    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
-    w.write(json!({"type":"send","id":"s","message":"go"})).await;
-    w.until(|v| v["event"]["event"] == "content_delta").await;
-    w.write(json!({"type":"send","id":"q","message":"queued"})).await;
-    w.write(json!({"type":"shutdown","id":"bye"})).await;
-    let rest = w.until(|v| v["type"] == "shutdown_ok").await;
-    let results: Vec<(&str, &str)> = rest
+fn slow_text(text: &str, delay_ms: u64) -> Reply {
+    Reply::Text { chunks: vec![text.into(), "!".into()], usage: None, delay_ms, finish_reason: None }
+}
+
+/// Results of `lines` as (id, status), in order.
+fn results(lines: &[Value]) -> Vec<(String, String)> {
+    lines
         .iter()
         .filter(|v| v["type"] == "result")
-        .map(|v| (v["id"].as_str().unwrap(), v["error"]["code"].as_str().unwrap()))
-        .collect();
-    assert_eq!(results.len(), 2, "{rest:#?}");
-    assert!(results.contains(&("s", "cancelled")) && results.contains(&("q", "cancelled")));
+        .map(|v| (v["id"].as_str().unwrap().to_owned(), v["status"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn shutdown_finishes_the_running_and_queued_sends_first() {
+    let mock = MockServer::start(vec![slow_text("first", 150), slow_text("second", 50)]).await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"go"})).await;
+    w.write(json!({"type":"send","id":"q","message":"queued"})).await;
+    w.write(json!({"type":"shutdown","id":"bye"})).await;
+    // Requests are still read while the sends finish: a late send is refused.
+    w.write(json!({"type":"send","id":"late","message":"too late"})).await;
+    let rest = w.until(|v| v["type"] == "shutdown_ok").await;
+    let got = results(&rest);
+    assert_eq!(got[0], ("late".to_owned(), "error".to_owned()), "{rest:#?}");
+    assert_eq!(got[1..], [("s".to_owned(), "ok".to_owned()), ("q".to_owned(), "ok".to_owned())], "{rest:#?}");
     assert_eq!(rest.last().unwrap()["id"], "bye");
     assert_eq!(w.exit_code().await, Some(0));
     assert!(w.try_next(Duration::from_millis(100)).await.is_none(), "nothing after shutdown_ok");
 }
 
 #[tokio::test]
-async fn stdin_eof_is_a_silent_shutdown() {
+async fn cancel_then_shutdown_is_the_fast_way_out() {
+    let mock = MockServer::start(vec![Reply::Stall { chunks: vec!["thinking".into()] }]).await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"go"})).await;
+    w.write(json!({"type":"send","id":"q","message":"queued"})).await;
+    w.until(|v| v["event"]["event"] == "content_delta").await;
+    let started = Instant::now();
+    w.write(json!({"type":"cancel","id":"c1","target_id":"q"})).await;
+    w.write(json!({"type":"cancel","id":"c2","target_id":"s"})).await;
+    w.write(json!({"type":"shutdown","id":"bye"})).await;
+    let rest = w.until(|v| v["type"] == "shutdown_ok").await;
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    let codes: Vec<&str> = rest.iter().filter_map(|v| v["error"]["code"].as_str()).collect();
+    assert_eq!(codes, ["cancelled", "cancelled"], "{rest:#?}");
+    assert_eq!(w.exit_code().await, Some(0));
+}
+
+#[tokio::test]
+async fn a_signal_during_the_shutdown_wait_cancels_at_once() {
     let mock = MockServer::start(vec![Reply::Stall { chunks: vec!["x".into()] }]).await;
     let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
     w.write(json!({"type":"send","id":"s","message":"go"})).await;
     w.until(|v| v["event"]["event"] == "content_delta").await;
-    w.close_stdin();
+    w.write(json!({"type":"shutdown","id":"bye"})).await;
+    assert!(w.try_next(Duration::from_millis(200)).await.is_none(), "the stalled send is still running");
+    signal(w.child.id().unwrap(), libc::SIGTERM);
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["error"]["code"], "cancelled");
-    assert!(w.try_next(Duration::from_millis(500)).await.is_none(), "no shutdown_ok on EOF");
+    assert_eq!(w.exit_code().await, Some(0));
+}
+
+#[tokio::test]
+async fn stdin_eof_finishes_the_sends_then_exits_silently() {
+    let mock = MockServer::start(vec![slow_text("piped", 100), slow_text("also", 10)]).await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"go"})).await;
+    w.write(json!({"type":"send","id":"t","message":"and this"})).await;
+    w.close_stdin();
+    let (_, r) = w.result_for("s").await;
+    assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("piped!")));
+    let (_, r) = w.result_for("t").await;
+    assert_eq!(r["status"], "ok");
+    assert!(w.try_next(Duration::from_millis(300)).await.is_none(), "no shutdown_ok on EOF");
     assert_eq!(w.exit_code().await, Some(0));
 }
 

@@ -18,7 +18,8 @@ async fn run(base: &str, args: &[&str]) -> (i32, String, String) {
 async fn version_names_the_protocol() {
     let (code, out, _) = run("http://127.0.0.1:9", &["--version"]).await;
     assert_eq!(code, 0);
-    assert!(out.contains(env!("CARGO_PKG_VERSION")) && out.contains("protocol 0.2.0"), "{out}");
+    let newest = include_str!("../../PROTOCOL_VERSION").trim();
+    assert!(out.contains(env!("CARGO_PKG_VERSION")) && out.contains(&format!("protocol {newest}")), "{out}");
     let (code, out, _) = run("http://127.0.0.1:9", &["--help"]).await;
     assert_eq!(code, 0);
     assert!(out.contains("run"), "{out}");

@@ -44,7 +44,8 @@ impl Worker {
         Worker { child, stdin, lines: Some(BufReader::new(stdout).lines()), seen: Vec::new(), workspace }
     }
 
-    /// Spawns and initialises with all six tools; returns the worker and init_ok.
+    /// Spawns and initialises (protocol 0.3.0, so pirn's extensions show) with
+    /// all six tools; returns the worker and init_ok.
     pub async fn ready(base_url: &str, envs: &[(&str, &str)], extra: Value) -> (Worker, Value) {
         let mut w = Worker::spawn(base_url, envs).await;
         let mut config = json!({
@@ -57,7 +58,7 @@ impl Worker {
                 c.insert(k.clone(), v.clone());
             }
         }
-        w.write(json!({"type": "init", "id": "init-1", "protocol_version": "0.2.0", "config": config})).await;
+        w.write(json!({"type": "init", "id": "init-1", "protocol_version": "0.3.0", "config": config})).await;
         let ok = w.next().await;
         assert_eq!(ok["type"], "init_ok", "{ok}");
         (w, ok)

@@ -15,7 +15,7 @@ use super::{App, HttpSession, MAX_QUEUE};
 use crate::config::Limits;
 use crate::session::{OpenError, Session};
 use crate::transport::hub::Hub;
-use crate::wire::{InitConfig, PROTOCOL_VERSION};
+use crate::wire::{self, InitConfig, PROTOCOL_VERSION, ProtocolVersion};
 
 pub async fn health(State(app): State<Arc<App>>) -> axum::Json<Value> {
     axum::Json(json!({
@@ -45,21 +45,25 @@ pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<H
     let req: CreateSession = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(StatusCode::BAD_REQUEST, "protocol_error", format!("invalid session config: {e}"))
     })?;
+    // pirn's own API: a client that names no version gets the newest, and
+    // answers permission requests over HTTP unless it says otherwise.
+    let requested = req.protocol_version.as_deref().unwrap_or(PROTOCOL_VERSION);
     let mut config = req.config;
-    config.permission_responses.get_or_insert(true);
+    if wire::negotiate(Some(requested)).is_ok_and(|v| v >= ProtocolVersion::V0_3) {
+        config.permission_responses.get_or_insert(true);
+    }
     let limits = Limits { max_queue: Some(MAX_QUEUE), queue_timeout: Some(app.queue_timeout) };
     let (hub, outbox) = Hub::start();
-    let session =
-        Session::open(req.protocol_version.as_deref(), &config, &app.env, limits, outbox).map_err(|e| match e {
-            OpenError::Version(e) => ApiError::new(StatusCode::BAD_REQUEST, "protocol_version_mismatch", e.to_string()),
-            OpenError::Config(e) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "protocol_error", format!("invalid session config: {e}"))
-            }
-        })?;
+    let session = Session::open(Some(requested), &config, &app.env, limits, outbox).map_err(|e| match e {
+        OpenError::Version(e) => ApiError::new(StatusCode::BAD_REQUEST, "protocol_version_mismatch", e.to_string()),
+        OpenError::Config(e) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "protocol_error", format!("invalid session config: {e}"))
+        }
+    })?;
     let id = session.config().session_id.clone();
+    let version = session.config().version.as_str();
     app.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Arc::new(HttpSession { session, hub }));
-    Ok((StatusCode::CREATED, axum::Json(json!({"session_id": id, "protocol_version": PROTOCOL_VERSION})))
-        .into_response())
+    Ok((StatusCode::CREATED, axum::Json(json!({"session_id": id, "protocol_version": version}))).into_response())
 }
 
 fn status_json(s: &HttpSession) -> Value {
