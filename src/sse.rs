@@ -1,7 +1,8 @@
 //! Incremental, bounded Server-Sent Events decoder (the `data:` part of the
 //! WHATWG EventSource format), as the chat-completions stream uses it.
 //!
-//! Owns: splitting a byte stream into events. Bytes go in with
+//! Owns: splitting a byte stream into events (lines end at LF, CRLF or a
+//! bare CR). Bytes go in with
 //! [`SseDecoder::feed`]; complete events' data come out of
 //! [`SseDecoder::next_event`] without copying more than once. Comments
 //! (`:`), `event:`, `id:` and `retry:` lines are ignored. A line longer than
@@ -32,6 +33,8 @@ pub struct SseDecoder {
     scanned: usize,
     /// The data of the last returned event is still in `data`; clear it first.
     returned: bool,
+    /// No more bytes will come: a trailing CR ends its line.
+    at_eof: bool,
 }
 
 impl SseDecoder {
@@ -53,7 +56,8 @@ impl SseDecoder {
             self.returned = false;
         }
         loop {
-            let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
+            // A line ends at LF, CRLF or a bare CR (the EventSource grammar).
+            let Some(pos) = memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
                 if self.buf.len() > MAX_LINE {
                     return Err(SseError::TooLong(MAX_LINE));
@@ -61,13 +65,21 @@ impl SseDecoder {
                 return Ok(None);
             };
             let end = self.scanned + pos;
+            let consumed = if self.buf[end] == b'\n' {
+                end + 1
+            } else if end + 1 < self.buf.len() {
+                if self.buf[end + 1] == b'\n' { end + 2 } else { end + 1 }
+            } else if self.at_eof {
+                end + 1
+            } else {
+                // A CR as the last byte: wait to see whether an LF follows.
+                self.scanned = end;
+                return Ok(None);
+            };
             self.scanned = 0;
-            let mut line = &self.buf[..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
+            let line = &self.buf[..end];
             if line.is_empty() {
-                self.buf.advance(end + 1);
+                self.buf.advance(consumed);
                 if self.has_data {
                     self.returned = true;
                     return Ok(Some(&self.data));
@@ -85,7 +97,7 @@ impl SseDecoder {
                 self.data.extend_from_slice(rest);
                 self.has_data = true;
             }
-            self.buf.advance(end + 1);
+            self.buf.advance(consumed);
         }
     }
 
@@ -97,6 +109,7 @@ impl SseDecoder {
             self.has_data = false;
             self.returned = false;
         }
+        self.at_eof = true;
         if !self.buf.is_empty() {
             self.buf.extend_from_slice(b"\n");
             self.scanned = 0;
@@ -128,6 +141,16 @@ mod tests {
     #[test]
     fn splits_across_feeds_and_crlf() {
         assert_eq!(all(&[b"data: {\"a\"", b":1}\r\n\r\n: comment\n\ndata:x\ndata: y\n\n"]), vec!["{\"a\":1}", "x\ny"]);
+    }
+
+    #[test]
+    fn a_bare_cr_ends_a_line_even_split_across_feeds() {
+        assert_eq!(all(&[b"data: a\r\rdata: b\r", b"\ndata: c\r", b"\r"]), vec!["a", "b\nc"]);
+        assert_eq!(all(&[b"data: x\r"]), vec!["x"]);
+        // Byte by byte, every ending gives the same events.
+        let input = b"data: 1\r\n\r\ndata: 2\r\rdata: 3\n\n";
+        let parts: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(all(&parts), vec!["1", "2", "3"]);
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! so the command never blocks on a full pipe), the timeout, and killing the
 //! whole process group — on timeout, on cancellation (dropping the future
 //! kills it), and after the shell exits (background jobs do not outlive the
-//! call). Pipes held open by a grandchild that left the group stop being
-//! read after [`DRAIN_AFTER_EXIT`].
+//! call) — and, through a [`super::supervisor`], when pirn itself dies.
+//! Pipes held open by a grandchild that left the group stop being read
+//! after [`DRAIN_AFTER_EXIT`].
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
@@ -95,6 +96,8 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             .stderr(writer2)
             .process_group(0)
             .kill_on_drop(true);
+        // The group dies with pirn, even on SIGKILL.
+        super::supervisor::supervise(&mut cmd);
         for (name, _) in std::env::vars_os() {
             if name.to_str().is_some_and(is_secret) {
                 cmd.env_remove(&name);

@@ -17,6 +17,7 @@ pub mod glob;
 pub mod grep;
 pub mod read_file;
 pub mod spec;
+pub mod supervisor;
 pub mod write_file;
 
 use std::path::{Component, Path, PathBuf};

@@ -239,6 +239,10 @@ async fn events_replay_after_last_event_id_and_412_once_evicted() {
     assert_eq!(replay[0].data, a[2].data);
     assert_eq!(subscribe(&c, &d.base, &sid, Some("banana")).await.status(), 400);
     assert_eq!(subscribe(&c, &d.base, &sid, Some("-1")).await.status(), 400);
+    // An id never issued is refused, not replayed (and cannot overflow).
+    assert_eq!(subscribe(&c, &d.base, &sid, Some("6")).await.status(), 400);
+    assert_eq!(subscribe(&c, &d.base, &sid, Some("18446744073709551615")).await.status(), 400);
+    assert_eq!(subscribe(&c, &d.base, &sid, Some("5")).await.status(), 200, "the newest id is fine");
     // Push frame 1 out of the 4096-frame ring.
     post(&c, &format!("{}/v1/sessions/{sid}/sends", d.base), json!({"message": "more", "send_id": "s2"})).await;
     one.until_result("s2").await;

@@ -9,6 +9,7 @@ mod cancel;
 mod errors;
 mod faults;
 mod golden;
+mod hardening;
 mod http;
 mod interleavings;
 mod protocol;

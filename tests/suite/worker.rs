@@ -35,9 +35,15 @@ pub fn pirn_command(base_url: &str, envs: &[(&str, &str)]) -> Command {
 
 impl Worker {
     pub async fn spawn(base_url: &str, envs: &[(&str, &str)]) -> Worker {
+        Worker::spawn_with_stderr(base_url, envs, Stdio::inherit()).await
+    }
+
+    /// As [`Worker::spawn`], with pirn's stderr going to `stderr` (a pipe
+    /// nobody reads, in the logging tests).
+    pub async fn spawn_with_stderr(base_url: &str, envs: &[(&str, &str)], stderr: Stdio) -> Worker {
         let workspace = tempfile::tempdir().expect("tempdir");
         let mut cmd = pirn_command(base_url, envs);
-        cmd.current_dir(workspace.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        cmd.current_dir(workspace.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
         let mut child = cmd.spawn().expect("spawn pirn");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout");
@@ -47,7 +53,14 @@ impl Worker {
     /// Spawns and initialises (protocol 0.3.0, so pirn's extensions show) with
     /// all six tools; returns the worker and init_ok.
     pub async fn ready(base_url: &str, envs: &[(&str, &str)], extra: Value) -> (Worker, Value) {
-        let mut w = Worker::spawn(base_url, envs).await;
+        let w = Worker::spawn(base_url, envs).await;
+        w.init("0.3.0", extra).await
+    }
+
+    /// Initialises a spawned worker asking for `version`, with all six tools
+    /// and `extra` merged into the config; returns it and init_ok.
+    pub async fn init(mut self, version: &str, extra: Value) -> (Worker, Value) {
+        let w = &mut self;
         let mut config = json!({
             "model": "mock-model",
             "system_prompt": "You are a test.",
@@ -58,10 +71,10 @@ impl Worker {
                 c.insert(k.clone(), v.clone());
             }
         }
-        w.write(json!({"type": "init", "id": "init-1", "protocol_version": "0.3.0", "config": config})).await;
+        w.write(json!({"type": "init", "id": "init-1", "protocol_version": version, "config": config})).await;
         let ok = w.next().await;
         assert_eq!(ok["type"], "init_ok", "{ok}");
-        (w, ok)
+        (self, ok)
     }
 
     pub async fn write(&mut self, v: Value) {
