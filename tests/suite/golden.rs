@@ -257,3 +257,45 @@ async fn golden_lines_validate_against_the_schemas() {
         assert!(!responses.is_valid(&b), "schema accepted {b}");
     }
 }
+
+/// `protocol/protocol.md` describes every event, error code, stop reason and
+/// request the schemas define.
+#[test]
+fn the_protocol_document_names_everything_the_schemas_define() {
+    let doc = std::fs::read_to_string(protocol_dir().join("protocol.md")).unwrap();
+    let schema = serde_json::to_string(&committed_schema("response.schema.json")).unwrap();
+    let mut names: Vec<&str> = vec![
+        "content_delta",
+        "tool_start",
+        "tool_end",
+        "usage",
+        "error",
+        "permission_request",
+        "permission_denied",
+        "plan_complete",
+        "heartbeat",
+        "retry",
+        "provider_error",
+        "protocol_error",
+        "protocol_version_mismatch",
+        "loop_detected",
+        "cancelled",
+        "max_iterations",
+        "queue_timeout",
+        "internal_error",
+        "end_turn",
+        "stop_reason",
+        "call_id",
+        "is_error",
+        "duration_ms",
+        "queue_length",
+        "permission_response",
+    ];
+    names.sort();
+    for name in names {
+        assert!(doc.contains(&format!("`{name}`")), "protocol.md does not describe `{name}`");
+        if name != "permission_response" {
+            assert!(schema.contains(&format!("\"{name}\"")), "the response schema lacks {name}");
+        }
+    }
+}
