@@ -62,6 +62,8 @@ pub struct Environment {
     pub heartbeat_ms: Option<u64>,
     /// `PIRN_APPROVAL_MODE`, unparsed (a bad value fails `init`).
     pub approval_mode: Option<String>,
+    /// `PIRN_CONTEXT_WINDOW`: the model's context window in tokens.
+    pub context_window: Option<u32>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -101,6 +103,7 @@ impl Environment {
             heartbeat_ms: first(&["PIRN_HEARTBEAT_INTERVAL", "HEDDLE_HEARTBEAT_INTERVAL"])
                 .and_then(|v| v.trim().parse().ok()),
             approval_mode: var("PIRN_APPROVAL_MODE"),
+            context_window: var("PIRN_CONTEXT_WINDOW").and_then(|v| v.trim().parse().ok()).filter(|n| *n > 0),
         }
     }
 
@@ -160,6 +163,7 @@ pub struct SessionConfig {
     /// Chat-completions `tools` entries, built by the first send that needs
     /// them ([`SessionConfig::tool_specs`]).
     tool_specs: OnceLock<Vec<Value>>,
+    tool_spec_bytes: OnceLock<usize>,
     pub max_iterations: u32,
     /// Most tool calls of one model answer that run (the rest are answered "not run").
     pub max_tool_calls_per_turn: usize,
@@ -171,8 +175,16 @@ pub struct SessionConfig {
     pub endpoint: Endpoint,
     pub heartbeat: Duration,
     pub temperature: Option<f32>,
-    /// `max_tokens` sent with every model request.
+    /// `max_tokens` sent with every model request (never more than the room
+    /// left in the context window once that is known).
     pub max_tokens: u32,
+    /// The context window as configured (`config.context_window`, else
+    /// `PIRN_CONTEXT_WINDOW`); `None`: asked from the server ([`Self::probed_window`]).
+    pub context_window: Option<u32>,
+    /// What the server said about its window, once the probe is done.
+    pub probed_window: Arc<tokio::sync::OnceCell<Option<u32>>>,
+    /// Model used to summarise the conversation (default: `model`).
+    pub compact_model: Option<String>,
     /// Approval mode and permission rules.
     pub policy: Policy,
     /// The client answers permission requests (pirn extension).
@@ -249,6 +261,7 @@ impl SessionConfig {
                 config.system_prompt.clone()
             },
             tool_specs: OnceLock::new(),
+            tool_spec_bytes: OnceLock::new(),
             tools,
             max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             max_tool_calls_per_turn: config
@@ -260,6 +273,9 @@ impl SessionConfig {
             heartbeat: env.heartbeat(),
             temperature: config.temperature,
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).max(1),
+            context_window: config.context_window.filter(|n| *n > 0).or(env.context_window),
+            probed_window: Arc::new(tokio::sync::OnceCell::new()),
+            compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),
             permission_timeout: Duration::from_millis(
@@ -273,6 +289,33 @@ impl SessionConfig {
     /// use (nothing tool-related is built before a send needs it).
     pub fn tool_specs(&self) -> &[Value] {
         self.tool_specs.get_or_init(|| tools::specs(&self.tools))
+    }
+
+    /// Bytes the tool specs add to every request.
+    pub fn tool_spec_bytes(&self) -> usize {
+        *self.tool_spec_bytes.get_or_init(|| serde_json::to_string(self.tool_specs()).map_or(0, |s| s.len()))
+    }
+
+    /// The context window in tokens as far as known: configured, else learned
+    /// from a context error (`learned`), else what the server's probe said
+    /// (waiting for the probe at most [`crate::context::probe::PROBE_TIMEOUT`]
+    /// the first time).
+    pub async fn window(&self, learned: Option<u32>) -> Option<u32> {
+        if let Some(w) = self.context_window {
+            return Some(w);
+        }
+        let probed = tokio::time::timeout(
+            crate::context::probe::PROBE_TIMEOUT * 2,
+            self.probed_window.get_or_init(|| crate::context::probe::probe_window(&self.endpoint, &self.model)),
+        )
+        .await
+        .ok()
+        .copied()
+        .flatten();
+        match (learned, probed) {
+            (Some(l), Some(p)) => Some(l.min(p)),
+            (l, p) => l.or(p),
+        }
     }
 }
 

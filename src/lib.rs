@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod approval;
 pub mod config;
+pub mod context;
 pub mod conversation;
 pub mod logging;
 pub mod model;

@@ -16,11 +16,7 @@ fn ctx() -> &'static ToolContext {
         let _ = std::fs::create_dir_all(dir.join("sub/deeper"));
         let _ = std::os::unix::fs::symlink("/etc", dir.join("sub/out"));
         let _ = std::os::unix::fs::symlink("../..", dir.join("sub/deeper/up"));
-        ToolContext {
-            workspace: dir.canonicalize().expect("workspace"),
-            allowed_paths: Vec::new(),
-            cancel: tokio_util::sync::CancellationToken::new(),
-        }
+        ToolContext::new(dir.canonicalize().expect("workspace"), Vec::new(), tokio_util::sync::CancellationToken::new())
     })
 }
 

@@ -15,6 +15,7 @@
 
 pub mod batch;
 pub mod emit;
+pub mod fit;
 pub mod loop_guard;
 pub mod tool_call;
 
@@ -32,9 +33,10 @@ pub use loop_guard::LOOP_REPEATS;
 
 use crate::approval::{ApprovalMode, PermissionBroker};
 use crate::config::SessionConfig;
+use crate::context;
 use crate::conversation::Conversation;
 use crate::model::{Completion, ModelError};
-use crate::tools::ToolContext;
+use crate::tools::{self, ToolContext};
 use crate::wire::{ErrorCode, ErrorEnvelope, Event, ToolCallMade, Usage};
 use loop_guard::LoopGuard;
 use tool_call::CallContext;
@@ -126,10 +128,13 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Outcome {
     conv.push_user(message);
-    let tools =
-        ToolContext { workspace: config.workspace.clone(), allowed_paths: config.allowed_paths.clone(), cancel };
-    let cx = CallContext { config, permissions, emit, tools: &tools };
+    let window = config.window(conv.budget.learned_window).await;
+    let mut tool_cx = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), cancel);
+    tool_cx.result_cap = context::tool_result_cap(window, tools::MAX_RESULT_BYTES);
+    let cx = CallContext { config, permissions, emit, tools: &tool_cx };
     let mut guard = LoopGuard::default();
+    // One retry after the server said the request does not fit.
+    let mut context_retry = false;
     loop {
         if stats.iterations >= config.max_iterations {
             let error = ErrorEnvelope::new(
@@ -141,7 +146,15 @@ pub async fn run(
             );
             return fail(emit, error, None).await;
         }
+        let window = config.window(conv.budget.learned_window).await;
+        if let Some(w) = window
+            && let Err(error) = fit::fit(config, conv, stats, emit, w).await
+        {
+            return fail(emit, error, None).await;
+        }
         stats.iterations += 1;
+        let prompt = fit::estimate(config, conv);
+        let sent_bytes = conv.bytes() + config.tool_spec_bytes();
         let body = match serde_json::to_vec(&ChatRequest {
             model: &config.model,
             messages: conv.messages(),
@@ -149,7 +162,7 @@ pub async fn run(
             stream_options: StreamOptions { include_usage: true },
             tools: config.tool_specs(),
             temperature: config.temperature,
-            max_tokens: config.max_tokens,
+            max_tokens: context::answer_room(window, prompt, config.max_tokens),
         }) {
             Ok(b) => Bytes::from(b),
             Err(e) => {
@@ -162,6 +175,14 @@ pub async fn run(
         stats.end_model();
         let completion = match result {
             Ok(c) => c,
+            Err(e) if e.is_context_exceeded() && !context_retry => {
+                // Not a provider error: learn the window, shorten, try once more.
+                context_retry = true;
+                let guess = u32::try_from(prompt.saturating_mul(3) / 4).unwrap_or(u32::MAX);
+                conv.budget.learn_window(e.window_hint().unwrap_or(guess));
+                tracing::info!(window = conv.budget.learned_window, "the request did not fit the context window");
+                continue;
+            }
             Err(e) => {
                 let error = ErrorEnvelope::from(&e);
                 emit.emit(Event::Error {
@@ -175,7 +196,9 @@ pub async fn run(
                 return Outcome::Failed { error, response: None };
             }
         };
+        context_retry = false;
         if let Some(u) = completion.usage {
+            conv.budget.record(u.prompt_tokens, sent_bytes);
             stats.usage.add(&u);
             emit.emit(Event::Usage(u)).await;
         }
@@ -210,6 +233,33 @@ pub async fn run(
         }
     }
 }
+
+/// A manual compaction: summarises everything before the last
+/// [`context::KEEP_TURNS`] answers, whatever the window (an unknown window
+/// counts as [`COMPACT_WINDOW_UNKNOWN`] tokens for the summary request).
+pub async fn compact_now(
+    config: &SessionConfig,
+    conv: &mut Conversation,
+    stats: &mut SendStats,
+    emit: &Emitter,
+) -> Outcome {
+    let window = config.window(conv.budget.learned_window).await.unwrap_or(COMPACT_WINDOW_UNKNOWN);
+    let before = fit::estimate(config, conv);
+    let keep_from = conv.recent_start(context::KEEP_TURNS);
+    if keep_from <= usize::from(conv.role_of(0) == "system") + 1 {
+        return Outcome::Ok { response: format!("nothing to compact (about {before} tokens)") };
+    }
+    match fit::compact(config, conv, stats, emit, window, keep_from).await {
+        Ok(()) => {
+            let after = fit::estimate(config, conv);
+            Outcome::Ok { response: format!("compacted the conversation from about {before} to {after} tokens") }
+        }
+        Err(error) => fail(emit, error, None).await,
+    }
+}
+
+/// The window assumed for a manual compaction when none is known, in tokens.
+pub const COMPACT_WINDOW_UNKNOWN: u32 = 32_768;
 
 /// Streams one model call, emitting `content_delta` per text piece (and a
 /// `retry` event before each retry of a 429/503).

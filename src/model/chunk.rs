@@ -27,6 +27,21 @@ struct Chunk<'a> {
     usage: Option<UsageChunk>,
     #[serde(default)]
     error: Option<Value>,
+    /// llama.cpp's timings (final chunk): `cache_n` prompt tokens reused.
+    #[serde(default)]
+    timings: Option<Timings>,
+}
+
+#[derive(Deserialize)]
+struct Timings {
+    #[serde(default)]
+    cache_n: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -73,6 +88,8 @@ struct UsageChunk {
     completion_tokens: u64,
     #[serde(default)]
     total_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
 }
 
 /// Folds one SSE `data:` payload into `acc`; returns its text, if any.
@@ -101,8 +118,16 @@ pub fn apply_event(acc: &mut Completion, data: &[u8], done: &mut bool) -> Result
     if let Some(u) = chunk.usage {
         let total =
             if u.total_tokens == 0 { u.prompt_tokens.saturating_add(u.completion_tokens) } else { u.total_tokens };
-        acc.usage =
-            Some(Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: total });
+        let cached = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        acc.usage = Some(Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            total_tokens: total,
+            cached_tokens: cached,
+        });
+    }
+    if let (Some(u), Some(cache_n)) = (acc.usage.as_mut(), chunk.timings.and_then(|t| t.cache_n)) {
+        u.cached_tokens.get_or_insert(cache_n);
     }
     let streamed = acc.text.len() + acc.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
     if streamed > MAX_ANSWER_BYTES {

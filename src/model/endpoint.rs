@@ -105,6 +105,26 @@ impl Endpoint {
         }
     }
 
+    /// The base URL (`…/v1`), without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        self.chat_url.strip_suffix("/chat/completions").unwrap_or(&self.chat_url)
+    }
+
+    /// `GET url` (with the key, if any) as JSON; `None` on any failure or
+    /// after `timeout`. For the window probe.
+    pub async fn get_json(&self, url: &str, timeout: Duration) -> Option<serde_json::Value> {
+        let http = http_client(!url.starts_with("http://")).ok()?;
+        let mut req = http.get(url).header(reqwest::header::ACCEPT, "application/json");
+        if let Some(key) = &self.api_key {
+            req = req.bearer_auth(key);
+        }
+        let fetch = async {
+            let resp = req.send().await.ok()?.error_for_status().ok()?;
+            serde_json::from_slice(&resp.bytes().await.ok()?).ok()
+        };
+        tokio::time::timeout(timeout, fetch).await.ok().flatten()
+    }
+
     /// The `provider` reported in error events: `openrouter` or `openai`
     /// when the URL or the key's variable names one (as heddle reports it),
     /// else the URL's `host:port`.

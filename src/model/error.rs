@@ -106,6 +106,48 @@ impl ModelError {
         }
     }
 
+    /// True when the server refused the request because it does not fit
+    /// the model's context window: OpenAI's `context_length_exceeded`,
+    /// llama.cpp's `exceed_context_size_error`, or a 400/413/500 whose
+    /// message says the context (length) is exceeded.
+    pub fn is_context_exceeded(&self) -> bool {
+        let ModelError::Http { status, message, body } = self else { return false };
+        if !matches!(status, 400 | 413 | 422 | 500) {
+            return false;
+        }
+        let text = format!("{message} {body}").to_ascii_lowercase();
+        [
+            "context_length_exceeded",
+            "exceed_context_size",
+            "maximum context length",
+            "context length",
+            "context size",
+            "context window",
+            "too many tokens",
+            "prompt is too long",
+        ]
+        .iter()
+        .any(|p| text.contains(p))
+    }
+
+    /// The context window the server named in a context error, in tokens:
+    /// llama.cpp's `"n_ctx": N`, or "maximum context length is N" (OpenAI,
+    /// vLLM).
+    pub fn window_hint(&self) -> Option<u32> {
+        let ModelError::Http { message, body, .. } = self else { return None };
+        if let Some(n) = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| v.pointer("/error/n_ctx").or_else(|| v.get("n_ctx")).and_then(Value::as_u64))
+        {
+            return u32::try_from(n).ok();
+        }
+        let text = format!("{message} {body}");
+        let lower = text.to_ascii_lowercase();
+        let at = lower.find("maximum context length is").map(|i| i + "maximum context length is".len())?;
+        let digits: String = text[at..].trim_start().chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    }
+
     /// The protocol error code: always `provider_error`.
     pub fn code(&self) -> ErrorCode {
         ErrorCode::ProviderError
@@ -156,5 +198,19 @@ mod tests {
         let heddle = ModelError::http(500, r#"{"error":{"message":"Model error","type":"error","code":500}}"#);
         assert_eq!(heddle.to_string(), "Model error");
         assert_eq!(ModelError::http(502, "").to_string(), "HTTP 502 Bad Gateway");
+        let llama = ModelError::http(
+            400,
+            r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9001,"n_ctx":8192}}"#,
+        );
+        assert!(llama.is_context_exceeded());
+        assert_eq!(llama.window_hint(), Some(8192));
+        let openai = ModelError::http(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 16385 tokens. However, your messages resulted in 17000 tokens.","code":"context_length_exceeded"}}"#,
+        );
+        assert!(openai.is_context_exceeded());
+        assert_eq!(openai.window_hint(), Some(16385));
+        assert!(!ModelError::http(400, r#"{"error":{"message":"bad request"}}"#).is_context_exceeded());
+        assert!(!ModelError::http(429, "context length").is_context_exceeded());
     }
 }

@@ -27,11 +27,11 @@ use crate::approval::{AnswerError, PermissionBroker};
 use crate::config::{ConfigError, Environment, Limits, SessionConfig};
 use crate::conversation::Conversation;
 use crate::wire::{
-    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, Request, SendResult, StatusOk, StopReason,
-    VersionError,
+    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, ProtocolVersion, Request, SendResult,
+    StatusOk, StopReason, VersionError,
 };
 pub use queue::SendRejected;
-use queue::{Job, Queue};
+use queue::{Job, JobKind, Queue};
 
 /// Why a session could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -128,8 +128,19 @@ impl Session {
     /// With a queue timeout, a send still waiting when it passes is answered
     /// with a retryable `queue_timeout` error.
     pub fn send(&self, id: String, message: String) -> Result<(), SendRejected> {
+        self.enqueue(id, message, JobKind::Send)
+    }
+
+    /// Queues a manual compaction (0.3.0 `compact`, `POST …/compact`): it
+    /// runs in turn like a send and is answered by `context_compact` and one
+    /// `result` with id `id`.
+    pub fn compact(&self, id: String) -> Result<(), SendRejected> {
+        self.enqueue(id, String::new(), JobKind::Compact)
+    }
+
+    fn enqueue(&self, id: String, message: String, kind: JobKind) -> Result<(), SendRejected> {
         let limits = self.shared.config.limits;
-        self.shared.queue().admit(&id, message, limits.max_queue)?;
+        self.shared.queue().admit(&id, message, kind, limits.max_queue)?;
         self.shared.wake.notify_one();
         if let Some(limit) = limits.queue_timeout {
             let shared = self.shared.clone();
@@ -231,6 +242,10 @@ impl Session {
             Request::PermissionResponse(p) => {
                 self.answer_permission(&p.request_id, p.decision).err().and_then(|e| refuse(p.id, &e))
             }
+            Request::Compact(r) if self.shared.config.version < ProtocolVersion::V0_3 => {
+                refuse(r.id, &"compact needs protocol_version 0.3.0")
+            }
+            Request::Compact(r) => self.compact(r.id.clone()).err().and_then(|e| refuse(r.id, &e)),
             Request::Init(r) => refuse(r.id.clone(), &"the session is already initialized"),
             Request::Shutdown(r) => refuse(r.id, &"shutdown is handled by the transport"),
         }

@@ -22,12 +22,22 @@ pub enum SendRejected {
     Closing,
 }
 
-/// One accepted send.
+/// One accepted send (or manual compaction, which queues like one).
 #[derive(Debug)]
 pub struct Job {
     pub id: String,
     pub message: String,
     pub cancel: CancellationToken,
+    pub kind: JobKind,
+}
+
+/// What a job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// Runs the agent loop on `message`.
+    Send,
+    /// Summarises the older conversation (0.3.0 `compact`).
+    Compact,
 }
 
 /// See the module doc.
@@ -56,7 +66,13 @@ pub enum Next {
 impl Queue {
     /// Accepts send `id` at the back of the queue, unless the session is
     /// closing, the id was used before, or `max_waiting` sends already wait.
-    pub fn admit(&mut self, id: &str, message: String, max_waiting: Option<usize>) -> Result<(), SendRejected> {
+    pub fn admit(
+        &mut self,
+        id: &str,
+        message: String,
+        kind: JobKind,
+        max_waiting: Option<usize>,
+    ) -> Result<(), SendRejected> {
         if self.closing {
             return Err(SendRejected::Closing);
         }
@@ -67,7 +83,7 @@ impl Queue {
             return Err(SendRejected::QueueFull);
         }
         self.seen.insert(id.to_owned());
-        self.waiting.push_back(Job { id: id.to_owned(), message, cancel: CancellationToken::new() });
+        self.waiting.push_back(Job { id: id.to_owned(), message, cancel: CancellationToken::new(), kind });
         Ok(())
     }
 
@@ -97,25 +113,29 @@ mod tests {
     #[test]
     fn ids_are_never_reused_and_the_limit_counts_waiting_sends() {
         let mut q = Queue::default();
-        q.admit("a", "1".into(), Some(1)).unwrap();
-        assert_eq!(q.admit("b", "2".into(), Some(1)), Err(SendRejected::QueueFull));
+        q.admit("a", "1".into(), JobKind::Send, Some(1)).unwrap();
+        assert_eq!(q.admit("b", "2".into(), JobKind::Send, Some(1)), Err(SendRejected::QueueFull));
         let Next::Run(job) = q.take_next() else { panic!("a runs") };
         assert_eq!(job.id, "a");
-        assert_eq!(q.admit("a", "again".into(), Some(1)), Err(SendRejected::DuplicateId));
-        q.admit("b", "2".into(), Some(1)).unwrap();
+        assert_eq!(q.admit("a", "again".into(), JobKind::Send, Some(1)), Err(SendRejected::DuplicateId));
+        q.admit("b", "2".into(), JobKind::Send, Some(1)).unwrap();
         assert!(q.remove_waiting("b").is_some());
-        assert_eq!(q.admit("b", "3".into(), None), Err(SendRejected::DuplicateId), "a withdrawn id stays used");
+        assert_eq!(
+            q.admit("b", "3".into(), JobKind::Send, None),
+            Err(SendRejected::DuplicateId),
+            "a withdrawn id stays used"
+        );
     }
 
     #[test]
     fn fifo_then_stop_once_closing() {
         let mut q = Queue::default();
         for id in ["1", "2", "3"] {
-            q.admit(id, String::new(), None).unwrap();
+            q.admit(id, String::new(), JobKind::Send, None).unwrap();
         }
         assert!(q.remove_waiting("2").is_some() && q.remove_waiting("2").is_none());
         q.closing = true;
-        assert_eq!(q.admit("4", String::new(), None), Err(SendRejected::Closing));
+        assert_eq!(q.admit("4", String::new(), JobKind::Send, None), Err(SendRejected::Closing));
         let order: Vec<String> = std::iter::from_fn(|| match q.take_next() {
             Next::Run(j) => Some(j.id),
             _ => None,

@@ -15,7 +15,7 @@ use std::time::Instant;
 use futures_util::FutureExt;
 
 use super::Shared;
-use super::queue::{Job, Next};
+use super::queue::{Job, JobKind, Next};
 use crate::agent::{self, Emitter, Outcome, SendStats};
 use crate::conversation::Conversation;
 use crate::wire::{ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason};
@@ -50,8 +50,23 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
         Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), config.version, shared.outbox.clone());
     let mut stats = SendStats::default();
     let ended = {
-        let agent =
-            agent::run(config, &shared.permissions, conv, &mut stats, &emitter, &job.message, job.cancel.clone());
+        let agent = async {
+            match job.kind {
+                JobKind::Send => {
+                    agent::run(
+                        config,
+                        &shared.permissions,
+                        conv,
+                        &mut stats,
+                        &emitter,
+                        &job.message,
+                        job.cancel.clone(),
+                    )
+                    .await
+                }
+                JobKind::Compact => agent::compact_now(config, conv, &mut stats, &emitter).await,
+            }
+        };
         // A panic anywhere in the loop (a bug) must not swallow the result.
         let agent = AssertUnwindSafe(agent).catch_unwind();
         tokio::pin!(agent);

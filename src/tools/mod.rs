@@ -95,9 +95,17 @@ pub struct ToolContext {
     pub allowed_paths: Vec<PathBuf>,
     /// Cancelled when the send is cancelled; long tools poll it.
     pub cancel: CancellationToken,
+    /// Most bytes of one result ([`MAX_RESULT_BYTES`], less on a small
+    /// context window).
+    pub result_cap: usize,
 }
 
 impl ToolContext {
+    /// A context with the default result cap ([`MAX_RESULT_BYTES`]).
+    pub fn new(workspace: PathBuf, allowed_paths: Vec<PathBuf>, cancel: CancellationToken) -> ToolContext {
+        ToolContext { workspace, allowed_paths, cancel, result_cap: MAX_RESULT_BYTES }
+    }
+
     /// Resolves a model-given path against the workspace and checks that it
     /// stays inside the workspace or an allowed path, following symlinks of
     /// every existing component (a link pointing outside is refused).
@@ -202,8 +210,8 @@ pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &Tool
         },
     };
     match result {
-        Ok(text) => ToolOutput::ok(cap_output(text, MAX_RESULT_BYTES)),
-        Err(e) => ToolOutput::error(cap_output(e.to_string(), MAX_RESULT_BYTES)),
+        Ok(text) => ToolOutput::ok(cap_output(text, ctx.result_cap)),
+        Err(e) => ToolOutput::error(cap_output(e.to_string(), ctx.result_cap)),
     }
 }
 
@@ -275,7 +283,7 @@ mod tests {
     use super::*;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext { workspace: dir.canonicalize().unwrap(), allowed_paths: vec![], cancel: CancellationToken::new() }
+        ToolContext::new(dir.canonicalize().unwrap(), vec![], CancellationToken::new())
     }
 
     #[test]

@@ -78,7 +78,8 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         Err(e) => return failed(format!("{shown}: cannot read: {e}")),
     }
     let offset = args.offset.unwrap_or(1).max(1);
-    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let mut limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let mut capped = false;
     let mut out = String::new();
     let mut line_no = 0usize;
     let mut shown_lines = 0usize;
@@ -101,6 +102,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         }
         let text = String::from_utf8_lossy(&buf);
         let text = text.trim_end_matches(['\n', '\r']);
+        // Past the result cap (smaller on a small context window) the page
+        // ends here; the note below says where to read on.
+        if shown_lines > 0 && out.len() + text.len() + 16 > ctx.result_cap.saturating_sub(200) {
+            limit = shown_lines;
+            capped = true;
+            continue;
+        }
         out.push_str(&format!("{line_no:>6}\t"));
         match text.char_indices().nth(MAX_LINE_CHARS) {
             Some((cut, _)) => {
@@ -121,7 +129,8 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     let last = offset + shown_lines - 1;
     if last < total {
-        out.push_str(&format!("[showing lines {offset}-{last} of {total}; read on with offset={}]\n", last + 1));
+        let why = if capped { " (cut to the size a result may have)" } else { "" };
+        out.push_str(&format!("[showing lines {offset}-{last} of {total}{why}; read on with offset={}]\n", last + 1));
     }
     Ok(out)
 }

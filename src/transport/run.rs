@@ -8,7 +8,7 @@ use crate::config::{Environment, Limits};
 use crate::session::{OpenError, Session};
 use crate::transport::signal::shutdown_signal;
 use crate::transport::writer::{self, Format};
-use crate::wire::{ErrorCode, InitConfig, SendResult, Status};
+use crate::wire::{ErrorCode, InitConfig, PROTOCOL_VERSION, SendResult, Status};
 
 /// The send succeeded.
 pub const EXIT_OK: i32 = 0;
@@ -28,7 +28,9 @@ pub const EXIT_CANCELLED: i32 = 130;
 pub async fn run(config: InitConfig, prompt: String, format: Format) -> i32 {
     let w = writer::spawn(std::io::stdout(), format);
     let env = Environment::from_process();
-    let session = match Session::open(None, &config, &env, Limits::default(), w.outbox.clone()) {
+    // pirn's own command speaks the newest protocol: its JSONL carries
+    // `stop_reason`, `is_error` and the other 0.3.0 fields.
+    let session = match Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), w.outbox.clone()) {
         Ok(s) => s,
         Err(OpenError::Config(e)) => {
             eprintln!("pirn run: {e}");
@@ -88,11 +90,7 @@ pub async fn tool(name: String, args: String) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let ctx = crate::tools::ToolContext {
-        workspace,
-        allowed_paths: Vec::new(),
-        cancel: tokio_util::sync::CancellationToken::new(),
-    };
+    let ctx = crate::tools::ToolContext::new(workspace, Vec::new(), tokio_util::sync::CancellationToken::new());
     let enabled: Vec<String> = crate::tools::ALL_TOOLS.iter().map(|t| t.to_string()).collect();
     let out = crate::tools::execute(&name, &args, &enabled, &ctx).await;
     let mut stdout = std::io::stdout().lock();

@@ -79,7 +79,7 @@ pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
     let fail = |message: String| DecodeError { id: id.clone(), message };
     match map.get("type") {
         Some(Value::String(t)) => {
-            const KNOWN: [&str; 6] = ["init", "send", "status", "cancel", "shutdown", "permission_response"];
+            const KNOWN: [&str; 7] = ["init", "send", "status", "cancel", "shutdown", "permission_response", "compact"];
             if !KNOWN.contains(&t.as_str()) {
                 return Err(fail(format!("unknown request type {t:?}")));
             }
@@ -167,9 +167,20 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
                 *args = None;
             }
             Event::Retry { .. } => return false,
+            Event::Usage(u) => u.cached_tokens = None,
+            Event::ContextCompact { tokens_before, tokens_after, summary_tokens } => {
+                *tokens_before = None;
+                *tokens_after = None;
+                *summary_tokens = None;
+            }
             _ => {}
         },
-        OutgoingMessage::Result(r) => r.stop_reason = None,
+        OutgoingMessage::Result(r) => {
+            r.stop_reason = None;
+            if let Some(u) = &mut r.usage {
+                u.cached_tokens = None;
+            }
+        }
         OutgoingMessage::StatusOk(s) => s.queue_length = None,
         OutgoingMessage::InitOk(_) | OutgoingMessage::ShutdownOk(_) => {}
     }

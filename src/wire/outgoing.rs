@@ -117,6 +117,21 @@ pub enum Event {
     PlanComplete { plan: String },
     /// Periodic alive signal; `duration_ms` since the send began.
     Heartbeat { duration_ms: u64 },
+    /// The conversation was shortened before a model call: the oldest tool
+    /// results were replaced by stubs.
+    ContextPrune { messages_pruned: u64, tokens_before: u64, tokens_after: u64 },
+    /// The older conversation was summarised by the model (0.2.0: no fields).
+    ContextCompact {
+        /// 0.3.0: estimated prompt tokens before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_before: Option<u64>,
+        /// 0.3.0: estimated prompt tokens after.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_after: Option<u64>,
+        /// 0.3.0: tokens of the summary.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary_tokens: Option<u64>,
+    },
     /// 0.3.0: a model request failed with a retried status (429/503) and is
     /// sent again after `wait_ms`; `attempt` is the try about to start (2, 3).
     Retry { attempt: u32, wait_ms: u64, status: Option<u16> },
@@ -136,6 +151,8 @@ impl Event {
             Event::PlanComplete { .. } => "plan_complete",
             Event::Heartbeat { .. } => "heartbeat",
             Event::Retry { .. } => "retry",
+            Event::ContextPrune { .. } => "context_prune",
+            Event::ContextCompact { .. } => "context_compact",
         }
     }
 }
@@ -159,6 +176,11 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// 0.3.0: prompt tokens the server answered from its prompt cache, when
+    /// it says (OpenAI `prompt_tokens_details.cached_tokens`, llama.cpp
+    /// `timings.cache_n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -167,6 +189,9 @@ impl Usage {
         self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
         self.completion_tokens = self.completion_tokens.saturating_add(other.completion_tokens);
         self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+        if let Some(c) = other.cached_tokens {
+            self.cached_tokens = Some(self.cached_tokens.unwrap_or(0).saturating_add(c));
+        }
     }
 }
 
@@ -310,4 +335,6 @@ pub enum ErrorCode {
     QueueTimeout,
     /// A bug in pirn (a panic) ended the send; the session goes on.
     InternalError,
+    /// One message alone is larger than the model's context window.
+    ContextOverflow,
 }

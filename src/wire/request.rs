@@ -17,11 +17,14 @@ pub enum Request {
     Status(IdOnly),
     /// Abort the send whose id is `target_id`.
     Cancel(CancelRequest),
-    /// Cancel what runs, answer `shutdown_ok`, exit 0.
+    /// Let the running and queued sends finish, answer `shutdown_ok`, exit 0.
     Shutdown(IdOnly),
     /// pirn extension (opt-in with `config.permission_responses`): the
     /// answer to a `permission_request` event.
     PermissionResponse(PermissionResponse),
+    /// 0.3.0: summarise the older conversation now (queued like a send;
+    /// answered by a `context_compact` event and a `result`).
+    Compact(IdOnly),
 }
 
 impl Request {
@@ -33,6 +36,7 @@ impl Request {
             Request::Status(r) | Request::Shutdown(r) => &r.id,
             Request::Cancel(r) => &r.id,
             Request::PermissionResponse(r) => &r.id,
+            Request::Compact(r) => &r.id,
         }
     }
 }
@@ -77,6 +81,14 @@ pub struct InitConfig {
     /// Upper bound on generated tokens per model call (default 4096).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens (default: `PIRN_CONTEXT_WINDOW`,
+    /// else asked from the server, else learned from a context error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
+    /// Model that summarises the conversation when it must be compacted
+    /// (default: `model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_model: Option<String>,
     /// Most tool calls of one model answer that run (default 16); the rest
     /// are answered "not run" to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -86,6 +86,9 @@ impl Reply {
     }
 }
 
+/// What the mock answers pirn's summariser (compaction requests).
+pub const SUMMARY: &str = "The agent read several files for the task; nothing was changed yet.";
+
 /// A recorded request.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -93,6 +96,12 @@ pub struct Recorded {
     #[allow(dead_code)]
     pub authorization: Option<String>,
     pub body: Value,
+    /// Refused as larger than the mock's context window (no reply used).
+    #[allow(dead_code)]
+    pub refused: bool,
+    /// The mock's token count of the request (bytes of messages and tools / 4).
+    #[allow(dead_code)]
+    pub tokens: u64,
 }
 
 /// The running server. Dropping it stops accepting.
@@ -109,6 +118,11 @@ pub struct MockServer {
 struct Script {
     replies: VecDeque<Reply>,
     cycle: bool,
+    /// A hard context window in tokens: larger requests get llama.cpp's 400
+    /// `exceed_context_size_error`, and usage reports the mock's count.
+    window: Option<u64>,
+    /// Answer `GET /props` with the window (as llama.cpp does).
+    props: bool,
 }
 
 impl Drop for MockServer {
@@ -128,10 +142,23 @@ impl MockServer {
         Self::start_with(script, true).await
     }
 
+    /// A server with a hard context window of `window` tokens, which it
+    /// reports on `GET /props` when `props` is set.
+    #[allow(dead_code)]
+    pub async fn start_windowed(script: Vec<Reply>, window: u64, props: bool) -> MockServer {
+        let server = Self::start_with(script, false).await;
+        let mut s = server.script.lock().unwrap();
+        s.window = Some(window);
+        s.props = props;
+        drop(s);
+        server
+    }
+
     async fn start_with(script: Vec<Reply>, cycle: bool) -> MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind mock");
         let addr = listener.local_addr().expect("addr");
-        let script = Arc::new(Mutex::new(Script { replies: VecDeque::from(script), cycle }));
+        let script =
+            Arc::new(Mutex::new(Script { replies: VecDeque::from(script), cycle, window: None, props: false }));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (s, r) = (script.clone(), requests.clone());
         let task = tokio::spawn(async move {
@@ -205,15 +232,50 @@ async fn serve(
         body.extend_from_slice(&chunk[..n]);
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let reply = {
+    // Only chat completions are scripted; a probe of another path (pirn
+    // asks for /props and /models) gets what a real server would say.
+    if !path.ends_with("/chat/completions") {
+        let props = {
+            let s = script.lock().unwrap();
+            s.window.filter(|_| s.props && path.ends_with("/props"))
+        };
+        return match props {
+            Some(w) => {
+                let body = json!({"default_generation_settings": {"n_ctx": w}}).to_string();
+                respond_status(&mut stream, 200, &body, None).await
+            }
+            None => respond_status(&mut stream, 404, r#"{"error":{"message":"File Not Found"}}"#, None).await,
+        };
+    }
+    let tokens = ((body["messages"].to_string().len() + body["tools"].to_string().len()) / 4) as u64;
+    let (reply, window, refused) = {
         let mut script = script.lock().unwrap();
-        let reply = script.replies.pop_front();
+        let window = script.window;
+        let refused = window.is_some_and(|w| tokens > w);
+        // pirn's summariser (compaction) gets a summary without using the script.
+        let summary = body["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("You condense"));
+        let reply = if refused {
+            None
+        } else if summary {
+            Some(Reply::text(&[SUMMARY]))
+        } else {
+            script.replies.pop_front()
+        };
         if script.cycle {
             script.replies.extend(reply.clone());
         } else {
-            requests.lock().unwrap().push(Recorded { path, authorization, body });
+            requests.lock().unwrap().push(Recorded { path, authorization, body, refused, tokens });
         }
-        reply
+        (reply, window, refused)
+    };
+    if refused {
+        let body = json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": window}});
+        return respond_status(&mut stream, 400, &body.to_string(), None).await;
+    }
+    // With a window, usage reports the mock's own prompt count.
+    let counted = |u: Option<[u64; 2]>| match window {
+        Some(_) => Some([tokens, u.map_or(5, |u| u[1])]),
+        None => u,
     };
     let Some(reply) = reply else {
         return respond_status(&mut stream, 500, r#"{"error":{"message":"mock: no scripted reply left"}}"#, None).await;
@@ -232,6 +294,7 @@ async fn serve(
             end_sse(&mut stream).await
         }
         Reply::Text { chunks, usage, delay_ms, finish_reason } => {
+            let usage = counted(usage);
             start_sse(&mut stream).await?;
             // Without a delay the events go out in 64 KiB writes, as fast as
             // the socket takes them (the relay benchmark).
@@ -258,6 +321,7 @@ async fn serve(
             end_sse(&mut stream).await
         }
         Reply::ToolCalls { calls, usage, text } => {
+            let usage = counted(usage);
             start_sse(&mut stream).await?;
             if let Some(t) = text {
                 chunk(&mut stream, &event(&json!({"content": t}), None)).await?;

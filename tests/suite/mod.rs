@@ -6,6 +6,7 @@ mod worker;
 
 mod approval;
 mod cancel;
+mod context;
 mod errors;
 mod faults;
 mod golden;

@@ -58,6 +58,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{id}/sends"),
     ("GET", "/v1/sessions/{id}/events"),
     ("POST", "/v1/sessions/{id}/cancel"),
+    ("POST", "/v1/sessions/{id}/compact"),
     ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
     ("GET", "/v1/sessions/{id}/ws"),
 ];
@@ -184,6 +185,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/v1/sessions/{id}/sends", post(sends::create_send))
         .route("/v1/sessions/{id}/events", get(events::events))
         .route("/v1/sessions/{id}/cancel", post(sends::cancel))
+        .route("/v1/sessions/{id}/compact", post(sends::compact))
         .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))
         .route("/v1/sessions/{id}/ws", get(ws::websocket))
         .fallback(|| async { ApiError::not_found("no such route") })

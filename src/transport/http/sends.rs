@@ -105,6 +105,18 @@ pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>, body: B
     Ok((StatusCode::ACCEPTED, axum::Json(json!({"send_id": body.send_id, "cancelled": cancelled}))).into_response())
 }
 
+/// `POST /v1/sessions/{id}/compact` → 202 `{send_id}`: a manual compaction,
+/// queued like a send (429 when the queue is full).
+pub async fn compact(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<HttpResponse, ApiError> {
+    let s = app.get(&id)?;
+    let send_id = format!("compact-{}", uuid::Uuid::new_v4().simple());
+    s.session.compact(send_id.clone()).map_err(|e| match e {
+        SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
+        e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
+    })?;
+    Ok((StatusCode::ACCEPTED, axum::Json(json!({"send_id": send_id}))).into_response())
+}
+
 #[derive(Deserialize)]
 struct PermissionBody {
     decision: Decision,
