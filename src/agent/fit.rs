@@ -22,6 +22,8 @@ use crate::context::{self, BYTES_PER_TOKEN, KEEP_TURNS};
 use crate::conversation::Conversation;
 use crate::wire::{ErrorCode, ErrorEnvelope, Event};
 
+/// Share of the prompt limit pruning aims for (see [`fit`]).
+pub const PRUNE_TO_PERCENT: u64 = 70;
 /// Bytes of one message kept in the transcript the summariser reads.
 const TRANSCRIPT_MESSAGE_BYTES: usize = 1500;
 /// Longest summary asked for, in tokens.
@@ -51,7 +53,11 @@ pub async fn fit(
         return Ok(());
     }
     let protect = conv.recent_start(KEEP_TURNS);
-    let to_free = usize::try_from((before - limit).saturating_mul(BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
+    // Prune down to PRUNE_TO_PERCENT of the limit, not just under it: the
+    // next steps then append without rewriting the prefix again, so the
+    // server's prompt cache keeps hitting.
+    let target = limit * PRUNE_TO_PERCENT / 100;
+    let to_free = usize::try_from((before - target).saturating_mul(BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
     let pruned = conv.prune_tool_results(to_free, protect);
     let after = estimate(config, conv);
     if pruned.messages > 0 {

@@ -123,6 +123,8 @@ struct Script {
     window: Option<u64>,
     /// Answer `GET /props` with the window (as llama.cpp does).
     props: bool,
+    /// Usage reports the mock's own prompt count (set with a window).
+    count: bool,
 }
 
 impl Drop for MockServer {
@@ -147,18 +149,23 @@ impl MockServer {
     #[allow(dead_code)]
     pub async fn start_windowed(script: Vec<Reply>, window: u64, props: bool) -> MockServer {
         let server = Self::start_with(script, false).await;
-        let mut s = server.script.lock().unwrap();
-        s.window = Some(window);
-        s.props = props;
-        drop(s);
+        server.configure(Some(window), props, true);
         server
+    }
+
+    /// Sets the window (`None`: no limit), `/props`, and whether usage
+    /// reports the mock's own count (for the benchmark's cycling server).
+    pub fn configure(&self, window: Option<u64>, props: bool, count: bool) {
+        let mut s = self.script.lock().unwrap();
+        s.window = window;
+        s.props = props;
+        s.count = count;
     }
 
     async fn start_with(script: Vec<Reply>, cycle: bool) -> MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind mock");
         let addr = listener.local_addr().expect("addr");
-        let script =
-            Arc::new(Mutex::new(Script { replies: VecDeque::from(script), cycle, window: None, props: false }));
+        let script = Arc::new(Mutex::new(Script { replies: VecDeque::from(script), cycle, ..Script::default() }));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (s, r) = (script.clone(), requests.clone());
         let task = tokio::spawn(async move {
@@ -248,9 +255,10 @@ async fn serve(
         };
     }
     let tokens = ((body["messages"].to_string().len() + body["tools"].to_string().len()) / 4) as u64;
-    let (reply, window, refused) = {
+    let (reply, window, refused, count) = {
         let mut script = script.lock().unwrap();
         let window = script.window;
+        let count = script.count;
         let refused = window.is_some_and(|w| tokens > w);
         // pirn's summariser (compaction) gets a summary without using the script.
         let summary = body["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("You condense"));
@@ -266,17 +274,14 @@ async fn serve(
         } else {
             requests.lock().unwrap().push(Recorded { path, authorization, body, refused, tokens });
         }
-        (reply, window, refused)
+        (reply, window, refused, count)
     };
     if refused {
         let body = json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": window}});
         return respond_status(&mut stream, 400, &body.to_string(), None).await;
     }
     // With a window, usage reports the mock's own prompt count.
-    let counted = |u: Option<[u64; 2]>| match window {
-        Some(_) => Some([tokens, u.map_or(5, |u| u[1])]),
-        None => u,
-    };
+    let counted = |u: Option<[u64; 2]>| if count { Some([tokens, u.map_or(5, |u| u[1])]) } else { u };
     let Some(reply) = reply else {
         return respond_status(&mut stream, 500, r#"{"error":{"message":"mock: no scripted reply left"}}"#, None).await;
     };
