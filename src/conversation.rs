@@ -30,6 +30,8 @@ pub struct Conversation {
     count: Arc<AtomicU64>,
     /// Token accounting against the context window.
     pub budget: crate::context::Budget,
+    /// Files the model has read in this session (see `ToolContext::read_files`).
+    pub read_files: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
 }
 
 /// Bytes a message costs beyond its text (role, ids, JSON punctuation).
@@ -57,7 +59,7 @@ impl Conversation {
         }
         count.store(0, Ordering::Relaxed);
         let sizes = messages.iter().map(message_bytes).collect();
-        Conversation { messages, sizes, count, budget: crate::context::Budget::default() }
+        Conversation { messages, sizes, count, budget: crate::context::Budget::default(), read_files: Arc::default() }
     }
 
     /// Bytes of all messages as sent (see [`MESSAGE_OVERHEAD`]).

@@ -12,9 +12,8 @@ use pirn::wire::InitConfig;
 const VERSION: &str =
     concat!(env!("CARGO_PKG_VERSION"), " (protocol ", include_str!("../PROTOCOL_VERSION"), "; serves 0.2.0 and 0.3.0)");
 
-const DEFAULT_SYSTEM_PROMPT: &str = "You are pirn, a coding agent working inside a software repository (your working directory). \
-Use the tools to look at the actual files before you answer; never guess file contents. \
-When you have enough information, answer the user's question directly and concisely, naming the files you used.";
+/// `pirn run`'s system prompt (`scripts/eval` gives other workers the same text).
+const DEFAULT_SYSTEM_PROMPT: &str = include_str!("default_system_prompt.txt");
 
 /// pirn: a headless coding-agent worker (heddle headless protocol).
 ///

@@ -131,10 +131,13 @@ pub async fn run(
     let window = config.window(conv.budget.learned_window).await;
     let mut tool_cx = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), cancel);
     tool_cx.result_cap = context::tool_result_cap(window, tools::MAX_RESULT_BYTES);
+    tool_cx.read_files = Some(conv.read_files.clone());
     let cx = CallContext { config, permissions, emit, tools: &tool_cx };
     let mut guard = LoopGuard::default();
     // One retry after the server said the request does not fit.
     let mut context_retry = false;
+    // (signature, result) of the calls of the previous answer.
+    let mut previous: Vec<(String, String)> = Vec::new();
     loop {
         if stats.iterations >= config.max_iterations {
             let error = ErrorEnvelope::new(
@@ -227,10 +230,22 @@ pub async fn run(
             return fail(emit, error, None).await;
         }
         let last = turn.run.len().saturating_sub(1);
+        let mut results = Vec::with_capacity(turn.run.len());
         for (i, call) in turn.run.iter().enumerate() {
             let note = if i == last { turn.note.as_deref() } else { None };
-            tool_call::run(&cx, conv, stats, call, note).await;
+            let signature = loop_guard::call_signature(call);
+            match previous.iter().find(|(s, _)| *s == signature) {
+                Some((_, earlier)) => {
+                    tool_call::repeat(conv, call, earlier);
+                    results.push((signature, earlier.clone()));
+                }
+                None => {
+                    let text = tool_call::run(&cx, conv, stats, call, note).await;
+                    results.push((signature, text));
+                }
+            }
         }
+        previous = results;
     }
 }
 

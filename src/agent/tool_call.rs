@@ -25,14 +25,15 @@ pub struct CallContext<'a> {
 }
 
 /// Runs one tool call and appends its result to the conversation, with
-/// `note` (what pirn did not run of the answer) after it.
+/// `note` (what pirn did not run of the answer) after it. Returns the
+/// result as the model reads it.
 pub async fn run(
     cx: &CallContext<'_>,
     conv: &mut Conversation,
     stats: &mut SendStats,
     call: &ToolCall,
     note: Option<&str>,
-) {
+) -> String {
     let parsed = if call.arguments.trim().is_empty() {
         Ok(Value::Object(Default::default()))
     } else {
@@ -64,11 +65,31 @@ pub async fn run(
             is_error: Some(output.is_error),
         })
         .await;
-    let mut text = if output.is_error { format!("Error: {}", output.text) } else { output.text };
+    let text = if output.is_error { format!("Error: {}", output.text) } else { output.text };
+    let mut shown = text.clone();
     if let Some(note) = note {
-        text.push_str("\n\n");
-        text.push_str(note);
+        shown.push_str("\n\n");
+        shown.push_str(note);
     }
+    conv.push_tool_result(&call.id, shown);
+    text
+}
+
+/// Answers a call identical to one of the previous answer without running
+/// it again: the same call gives the same result, and a small model that
+/// repeats itself needs to hear that, not the result a second time.
+pub fn repeat(conv: &mut Conversation, call: &ToolCall, previous: &str) {
+    let shown = crate::tools::preview(previous);
+    let failed = previous.starts_with("Error:");
+    let advice = if failed {
+        "It failed, so it will fail again: change the arguments or use another tool (glob with pattern **/* lists the files)."
+    } else {
+        "Use that result. If it answers the request, reply now; otherwise take the next step with a different call."
+    };
+    let text = format!(
+        "Not run again: you made exactly this {} call in your previous answer. Its result was:\n{shown}\n{advice}",
+        call.name
+    );
     conv.push_tool_result(&call.id, text);
 }
 

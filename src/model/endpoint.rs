@@ -138,7 +138,9 @@ impl Endpoint {
     /// Retries 429 and 503 up to [`MAX_TRIES`] times in all, waiting
     /// `Retry-After` (seconds or an HTTP date; 1 s, then 2 s when absent;
     /// over `max_retry_after` the error is returned at once) and telling
-    /// `on_retry` before each wait. Nothing has been streamed at that point,
+    /// `on_retry` before each wait. A request that could not be sent at all
+    /// (a stale pooled connection, a refused connect) is tried once more at
+    /// once. Nothing has been streamed at that point,
     /// so a retry cannot duplicate output. Errors: see [`ModelError`].
     pub async fn open(&self, body: Bytes, on_retry: &impl OnRetry) -> Result<ChatStream, ModelError> {
         let http = http_client(!self.chat_url.starts_with("http://"))?;
@@ -159,6 +161,12 @@ impl Endpoint {
                         "model server sent no response within {} ms",
                         self.idle_timeout.as_millis()
                     )));
+                }
+                // A pooled connection the server closed while idle fails
+                // the send at once: one immediate retry on a fresh one.
+                Ok(Err(e)) if tries == 1 && !e.is_timeout() => {
+                    tracing::debug!("model request failed to send ({}); retrying once", describe_reqwest(&e));
+                    continue;
                 }
                 Ok(Err(e)) => return Err(ModelError::Connect(describe_reqwest(&e))),
                 Ok(Ok(resp)) => resp,

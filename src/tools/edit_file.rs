@@ -44,8 +44,10 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     let content = match read_text(&path) {
         Ok(c) => c,
+        Err(e) if !path.exists() => return failed(format!("{shown}: {e}. {}", ctx.nearby(&path))),
         Err(e) => return failed(format!("{shown}: {e}")),
     };
+    ctx.mark_read(&path);
     let crlf = content.contains("\r\n");
     let (old, new) = if crlf && !args.old_string.contains("\r\n") {
         (args.old_string.replace('\n', "\r\n"), args.new_string.replace('\n', "\r\n"))

@@ -98,12 +98,64 @@ pub struct ToolContext {
     /// Most bytes of one result ([`MAX_RESULT_BYTES`], less on a small
     /// context window).
     pub result_cap: usize,
+    /// Files read with `read_file` in this session. When set, `write_file`
+    /// refuses to overwrite an existing file that was not read first (a
+    /// model that never saw a file must not replace it blindly).
+    pub read_files: Option<std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>>,
 }
 
 impl ToolContext {
     /// A context with the default result cap ([`MAX_RESULT_BYTES`]).
     pub fn new(workspace: PathBuf, allowed_paths: Vec<PathBuf>, cancel: CancellationToken) -> ToolContext {
-        ToolContext { workspace, allowed_paths, cancel, result_cap: MAX_RESULT_BYTES }
+        ToolContext { workspace, allowed_paths, cancel, result_cap: MAX_RESULT_BYTES, read_files: None }
+    }
+
+    /// Records that `path` was read (see [`ToolContext::read_files`]).
+    pub fn mark_read(&self, path: &Path) {
+        if let Some(set) = &self.read_files {
+            set.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf());
+        }
+    }
+
+    /// False when overwriting `path` needs a `read_file` first.
+    pub fn may_overwrite(&self, path: &Path) -> bool {
+        match &self.read_files {
+            Some(set) => !path.is_file() || set.lock().unwrap_or_else(|p| p.into_inner()).contains(path),
+            None => true,
+        }
+    }
+
+    /// For a path that does not exist: what its nearest existing directory
+    /// holds (at most 20 names), so the model can pick a real path.
+    pub fn nearby(&self, path: &Path) -> String {
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d.is_dir() && (d.starts_with(&self.workspace) || self.is_allowed(d)) {
+                let mut names: Vec<String> = std::fs::read_dir(d)
+                    .map(|rd| {
+                        rd.filter_map(|e| e.ok())
+                            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                            .map(|e| {
+                                let name = e.file_name().to_string_lossy().into_owned();
+                                if e.path().is_dir() { format!("{name}/") } else { name }
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                names.sort();
+                let more = names.len().saturating_sub(20);
+                names.truncate(20);
+                let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+                let shown = self.display(d);
+                return if names.is_empty() {
+                    format!("{shown} is empty")
+                } else {
+                    format!("{shown} contains: {}{tail}", names.join(", "))
+                };
+            }
+            dir = d.parent();
+        }
+        String::new()
     }
 
     /// Resolves a model-given path against the workspace and checks that it

@@ -44,7 +44,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let file = match open_nofollow(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return failed(format!("{shown}: no such file"));
+            return failed(format!("{shown}: no such file. {}", ctx.nearby(&path)));
         }
         Err(e) => return failed(format!("{shown}: cannot open: {e}")),
     };
@@ -78,6 +78,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         Err(e) => return failed(format!("{shown}: cannot read: {e}")),
     }
     let offset = args.offset.unwrap_or(1).max(1);
+    ctx.mark_read(&path);
     let mut limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let mut capped = false;
     let mut out = String::new();

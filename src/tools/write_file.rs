@@ -30,6 +30,12 @@ pub const DESCRIPTION: &str =
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let path = ctx.resolve(&args.file_path)?;
     let shown = ctx.display(&path);
+    if !ctx.may_overwrite(&path) {
+        return failed(format!(
+            "{shown} already exists and you have not read it: read it with read_file first, then change part of it \
+             with edit_file (or write the complete new content with write_file)"
+        ));
+    }
     let existed = path.exists();
     match write_atomic(&path, args.content.as_bytes()) {
         Ok(()) => Ok(format!(

@@ -149,7 +149,24 @@ async fn three_identical_iterations_are_a_loop() {
     assert_eq!(r["error"]["retryable"], false);
     assert_eq!(r["iterations"], 3);
     assert_eq!(error_event(&events)["code"], "loop_detected");
-    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 2, "the third call is not run");
+    // The first call runs; the repeat is answered "not run again" with the
+    // earlier result; the third ends the send.
+    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "repeats are not run");
+}
+
+#[tokio::test]
+async fn a_repeated_call_is_answered_with_the_earlier_result_not_run_again() {
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "nope.txt"})),
+        Reply::tool("read_file", json!({"file_path": "nope.txt"})),
+        Reply::text(&["giving up"]),
+    ];
+    let (events, r, mock) = one_send(script, json!({})).await;
+    assert_eq!(r["status"], "ok");
+    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1);
+    let msgs = mock.requests()[2].body["messages"].clone();
+    let last = msgs.as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(last.starts_with("Not run again") && last.contains("no such file") && last.contains("glob"), "{last}");
 }
 
 #[tokio::test]

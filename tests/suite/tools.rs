@@ -148,6 +148,13 @@ async fn write_file_is_atomic_and_keeps_permissions() {
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("run.sh"), "#!/bin/sh\necho old\n").unwrap();
     std::fs::set_permissions(ws.join("run.sh"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    // An existing file is overwritten only after the model has read it.
+    let out =
+        call_tool(&mut w, &mock, "write_file", json!({"file_path": "run.sh", "content": "#!/bin/sh\necho new\n"}))
+            .await;
+    assert!(out.contains("you have not read it") && out.contains("read_file"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("run.sh")).unwrap(), "#!/bin/sh\necho old\n");
+    call_tool(&mut w, &mock, "read_file", json!({"file_path": "run.sh"})).await;
     let out =
         call_tool(&mut w, &mock, "write_file", json!({"file_path": "run.sh", "content": "#!/bin/sh\necho new\n"}))
             .await;

@@ -1,0 +1,1 @@
+# top-level, outside src

@@ -1,0 +1,1 @@
+# src/pkg/__init__.py

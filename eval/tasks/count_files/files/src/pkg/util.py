@@ -1,0 +1,1 @@
+# src/pkg/util.py

@@ -1,0 +1,5 @@
+from net.protocol import parse_header
+
+
+def headers(lines):
+    return dict(parse_header(l) for l in lines)
