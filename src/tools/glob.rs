@@ -40,7 +40,15 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if !root.is_dir() {
         return failed(format!("{} is not a directory", ctx.display(&root)));
     }
-    let pattern = args.pattern.trim().trim_start_matches("./");
+    let mut pattern = args.pattern.trim().trim_start_matches("./");
+    // `{path: "src", pattern: "src/**/*.py"}`: the model meant the pattern
+    // from the workspace; taken relative to `path`, it would match nothing.
+    let base = args.path.as_deref().unwrap_or(".").trim().trim_start_matches("./").trim_end_matches('/');
+    if !base.is_empty() && base != "." {
+        if let Some(rest) = pattern.strip_prefix(base).and_then(|r| r.strip_prefix('/')) {
+            pattern = rest;
+        }
+    }
     let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
         Ok(g) => g.compile_matcher(),
         Err(e) => return failed(format!("invalid glob pattern {pattern:?}: {e}")),
@@ -84,7 +92,8 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     let mut found = found.into_inner().unwrap_or_default();
     if found.is_empty() {
-        return Ok(format!("no files match {pattern:?} under {}", ctx.display(&root)));
+        let listing = ctx.nearby(&root.join("x"));
+        return Ok(format!("no files match {pattern:?} under {}. {listing}", ctx.display(&root)));
     }
     // Newest first; ties (files unpacked together share an mtime) broken by
     // the path's bytes: Path's own ordering walks components and costs more

@@ -244,6 +244,12 @@ async fn glob_honours_gitignore_hidden_files_and_mtime() {
     assert_eq!(out.trim(), "top.rs", "* does not cross /");
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern": ".*.rs"})).await;
     assert_eq!(out.trim(), ".hidden.rs");
+    // A pattern that repeats `path` is taken from the workspace, as meant.
+    let out = call_tool(&mut w, &mock, "glob", json!({"path": "src", "pattern": "src/*.rs"})).await;
+    assert_eq!(out.lines().count(), 2, "{out}");
+    // No match says what the directory holds.
+    let out = call_tool(&mut w, &mock, "glob", json!({"path": "src", "pattern": "*.py"})).await;
+    assert!(out.starts_with("no files match") && out.contains("src contains: new.rs, old.rs"), "{out}");
     for i in 0..1005 {
         std::fs::write(ws.join(format!("src/f{i}.txt")), "").unwrap();
     }
