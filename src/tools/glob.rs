@@ -44,10 +44,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     // `{path: "src", pattern: "src/**/*.py"}`: the model meant the pattern
     // from the workspace; taken relative to `path`, it would match nothing.
     let base = args.path.as_deref().unwrap_or(".").trim().trim_start_matches("./").trim_end_matches('/');
-    if !base.is_empty() && base != "." {
-        if let Some(rest) = pattern.strip_prefix(base).and_then(|r| r.strip_prefix('/')) {
-            pattern = rest;
-        }
+    if !base.is_empty()
+        && base != "."
+        && let Some(rest) = pattern.strip_prefix(base).and_then(|r| r.strip_prefix('/'))
+    {
+        pattern = rest;
     }
     let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
         Ok(g) => g.compile_matcher(),
