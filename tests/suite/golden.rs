@@ -169,6 +169,19 @@ async fn golden_transcripts() {
     assert!(failures.is_empty(), "{}\n(UPDATE_GOLDEN=1 rewrites them after a reviewed change)", failures.join("\n"));
 }
 
+/// The events of protocol 0.2.0.
+const EVENTS: &[&str] = &[
+    "content_delta",
+    "tool_start",
+    "tool_end",
+    "usage",
+    "error",
+    "permission_request",
+    "permission_denied",
+    "plan_complete",
+    "heartbeat",
+];
+
 fn committed_schema(name: &str) -> Value {
     let path = protocol_dir().join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
@@ -197,22 +210,7 @@ fn schemas_match_the_rust_types() {
 #[test]
 fn schemas_cover_every_message_and_event() {
     let text = serde_json::to_string(&committed_schema("response.schema.json")).unwrap();
-    for name in [
-        "init_ok",
-        "event",
-        "result",
-        "status_ok",
-        "shutdown_ok",
-        "content_delta",
-        "tool_start",
-        "tool_end",
-        "usage",
-        "error",
-        "permission_request",
-        "permission_denied",
-        "plan_complete",
-        "heartbeat",
-    ] {
+    for name in ["init_ok", "event", "result", "status_ok", "shutdown_ok"].iter().chain(EVENTS) {
         assert!(text.contains(&format!("\"{name}\"")), "response schema lacks {name}");
     }
     let text = serde_json::to_string(&committed_schema("request.schema.json")).unwrap();
@@ -264,17 +262,11 @@ async fn golden_lines_validate_against_the_schemas() {
 fn the_protocol_document_names_everything_the_schemas_define() {
     let doc = std::fs::read_to_string(protocol_dir().join("protocol.md")).unwrap();
     let schema = serde_json::to_string(&committed_schema("response.schema.json")).unwrap();
-    let mut names: Vec<&str> = vec![
-        "content_delta",
-        "tool_start",
-        "tool_end",
-        "usage",
-        "error",
-        "permission_request",
-        "permission_denied",
-        "plan_complete",
-        "heartbeat",
+    let mut names: Vec<&str> = EVENTS.to_vec();
+    names.extend([
         "retry",
+        "context_prune",
+        "context_compact",
         "provider_error",
         "protocol_error",
         "protocol_version_mismatch",
@@ -283,14 +275,16 @@ fn the_protocol_document_names_everything_the_schemas_define() {
         "max_iterations",
         "queue_timeout",
         "internal_error",
+        "context_overflow",
         "end_turn",
         "stop_reason",
         "call_id",
         "is_error",
         "duration_ms",
         "queue_length",
+        "cached_tokens",
         "permission_response",
-    ];
+    ]);
     names.sort();
     for name in names {
         assert!(doc.contains(&format!("`{name}`")), "protocol.md does not describe `{name}`");
