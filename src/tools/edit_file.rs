@@ -56,6 +56,23 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     };
     let starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
     if starts.is_empty() {
+        // Same lines but for indentation and trailing spaces: edit them, re-indented.
+        if let [(from, to, indent)] = &loose_matches(&content, &args.old_string)[..] {
+            let (from, to) = (*from, *to);
+            let eol = if crlf { "\r\n" } else { "\n" };
+            let replacement = reindent(&args.new_string, indent, &args.old_string, eol);
+            let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
+            if let Err(e) = write_atomic(&path, updated.as_bytes()) {
+                return failed(format!("{shown}: write failed: {e}"));
+            }
+            let first_line = line_of(&content, from);
+            return Ok(format!(
+                "edited {shown}: old_string matched lines {first_line}-{} only when ignoring indentation and \
+                 trailing spaces; replaced them, re-indented. Lines around the change:\n{}",
+                first_line + args.old_string.trim_matches('\n').lines().count() - 1,
+                excerpt(&updated, first_line, replacement.lines().count())
+            ));
+        }
         return failed(format!("{shown}: old_string not found. {}", near_miss(&content, &args.old_string)));
     }
     if starts.len() > 1 && !args.replace_all {
@@ -66,6 +83,21 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             lines.join(", ")
         ));
     }
+    // A one-occurrence edit that starts at an indented line's first
+    // character: the continuation lines of `new_string` are read relative
+    // to that column and get the line's indentation.
+    let line_start = content[..starts[0]].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &content[line_start..starts[0]];
+    let new = if !args.replace_all && !indent.is_empty() && indent.trim().is_empty() && new.contains('\n') {
+        let mut lines = new.split('\n');
+        let first = lines.next().unwrap_or("").to_owned();
+        lines.fold(first, |acc, l| {
+            let l2 = if l.trim().is_empty() { l.to_owned() } else { format!("{indent}{l}") };
+            format!("{acc}\n{l2}")
+        })
+    } else {
+        new
+    };
     let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
     if let Err(e) = write_atomic(&path, updated.as_bytes()) {
         return failed(format!("{shown}: write failed: {e}"));
@@ -95,6 +127,52 @@ fn read_text(path: &std::path::Path) -> Result<String, String> {
         return Err("binary file; edit_file only edits text".to_owned());
     }
     String::from_utf8(bytes).map_err(|_| "not valid UTF-8 text".to_owned())
+}
+
+/// Regions of `content` whose lines equal the lines of `old` once each
+/// side is trimmed (indentation and trailing spaces ignored; blank lines
+/// around `old` dropped): `(start, end, indentation of the first line)`,
+/// byte offsets of whole lines without the last line ending.
+fn loose_matches(content: &str, old: &str) -> Vec<(usize, usize, String)> {
+    let wanted: Vec<&str> = old.trim_matches(|c| c == '\n' || c == '\r').lines().map(str::trim).collect();
+    if wanted.is_empty() || wanted.iter().all(|l| l.is_empty()) {
+        return Vec::new();
+    }
+    let mut lines = Vec::new(); // (start, end without line ending)
+    let mut at = 0;
+    for line in content.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        lines.push((at, at + body.len()));
+        at += line.len();
+    }
+    let text = |i: usize| &content[lines[i].0..lines[i].1];
+    let mut found = Vec::new();
+    for i in 0..lines.len().saturating_sub(wanted.len() - 1) {
+        if (0..wanted.len()).all(|j| text(i + j).trim() == wanted[j]) {
+            let indent: String = text(i).chars().take_while(|c| c.is_whitespace()).collect();
+            found.push((lines[i].0, lines[i + wanted.len() - 1].1, indent));
+        }
+    }
+    found
+}
+
+/// `new` with the indentation of `old`'s first line replaced by `indent`,
+/// lines joined with `eol`.
+fn reindent(new: &str, indent: &str, old: &str, eol: &str) -> String {
+    let first_old = old.trim_matches(|c| c == '\n' || c == '\r').lines().next().unwrap_or("");
+    let old_indent: String = first_old.chars().take_while(|c| c.is_whitespace()).collect();
+    new.trim_matches(|c| c == '\n' || c == '\r')
+        .lines()
+        .map(|l| {
+            let l = l.trim_end_matches('\r');
+            if l.trim().is_empty() {
+                String::new()
+            } else {
+                format!("{indent}{}", l.strip_prefix(old_indent.as_str()).unwrap_or(l.trim_start()))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(eol)
 }
 
 /// 1-based line number of byte offset `at`.
@@ -149,5 +227,25 @@ fn near_miss(content: &str, old: &str) -> String {
             }
         }
         _ => "No similar line found; read the file first.".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indentation_differences_are_tolerated_and_reindented() {
+        let content = "def f(values):\n    total = sum(values)\n    return total / len(values)\n";
+        let old = "total = sum(values)\nreturn total / len(values)";
+        let [(from, to, indent)] = &loose_matches(content, old)[..] else { panic!("one match") };
+        assert_eq!(indent, "    ");
+        let new = "if not values:\n    return 0.0\ntotal = sum(values)\nreturn total / len(values)";
+        let out = format!("{}{}{}", &content[..*from], reindent(new, indent, old, "\n"), &content[*to..]);
+        assert_eq!(
+            out,
+            "def f(values):\n    if not values:\n        return 0.0\n    total = sum(values)\n    return total / len(values)\n"
+        );
+        assert!(loose_matches("a\nb\na\nb\n", "a\nb").len() == 2, "ambiguous: no loose edit");
     }
 }

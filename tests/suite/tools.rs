@@ -173,6 +173,31 @@ async fn write_file_is_atomic_and_keeps_permissions() {
 }
 
 #[tokio::test]
+async fn edit_file_tolerates_indentation_differences() {
+    let (mut w, mock) = worker(json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("s.py"), "def average(values):\n    return sum(values) / len(values)\n").unwrap();
+    let args = json!({"file_path": "s.py", "old_string": "return sum(values) / len(values)",
+                      "new_string": "if not values:\n    return 0.0\nreturn sum(values) / len(values)"});
+    // The match starts at an indented line: the new lines keep its column.
+    let out = call_tool(&mut w, &mock, "edit_file", args).await;
+    assert!(out.starts_with("edited s.py"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("s.py")).unwrap(),
+        "def average(values):\n    if not values:\n        return 0.0\n    return sum(values) / len(values)\n"
+    );
+    // Lines that match only when indentation is ignored are found and re-indented.
+    let args = json!({"file_path": "s.py", "old_string": "if not values:\nreturn 0.0",
+                      "new_string": "if len(values) == 0:\n    return 0.0"});
+    let out = call_tool(&mut w, &mock, "edit_file", args).await;
+    assert!(out.contains("ignoring indentation"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("s.py")).unwrap(),
+        "def average(values):\n    if len(values) == 0:\n        return 0.0\n    return sum(values) / len(values)\n"
+    );
+}
+
+#[tokio::test]
 async fn edit_file_explains_misses_and_keeps_line_endings() {
     let (mut w, mock) = worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
