@@ -297,21 +297,17 @@ impl SessionConfig {
     }
 
     /// The context window in tokens as far as known: configured, else learned
-    /// from a context error (`learned`), else what the server's probe said
-    /// (waiting for the probe at most [`crate::context::probe::PROBE_TIMEOUT`]
-    /// the first time).
+    /// from a context error (`learned`), else what the server's probe said.
+    /// The probe runs once, at the first call that needs it (so a session
+    /// builds no HTTP client before its first send); it bounds each of its
+    /// requests by [`crate::context::probe::PROBE_TIMEOUT`], so it always
+    /// finishes and is never repeated.
     pub async fn window(&self, learned: Option<u32>) -> Option<u32> {
         if let Some(w) = self.context_window {
             return Some(w);
         }
-        let probed = tokio::time::timeout(
-            crate::context::probe::PROBE_TIMEOUT * 2,
-            self.probed_window.get_or_init(|| crate::context::probe::probe_window(&self.endpoint, &self.model)),
-        )
-        .await
-        .ok()
-        .copied()
-        .flatten();
+        let probed =
+            *self.probed_window.get_or_init(|| crate::context::probe::probe_window(&self.endpoint, &self.model)).await;
         match (learned, probed) {
             (Some(l), Some(p)) => Some(l.min(p)),
             (l, p) => l.or(p),

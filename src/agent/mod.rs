@@ -147,13 +147,13 @@ pub async fn run(
                     config.max_iterations
                 ),
             );
-            return fail(emit, error, None).await;
+            return fail(emit, error, None, None).await;
         }
         let window = config.window(conv.budget.learned_window).await;
         if let Some(w) = window
             && let Err(error) = fit::fit(config, conv, stats, emit, w).await
         {
-            return fail(emit, error, None).await;
+            return fail(emit, error, None, None).await;
         }
         stats.iterations += 1;
         let prompt = fit::estimate(config, conv);
@@ -170,7 +170,7 @@ pub async fn run(
             Ok(b) => Bytes::from(b),
             Err(e) => {
                 let error = ErrorEnvelope::new(ErrorCode::ProtocolError, format!("cannot encode the request: {e}"));
-                return fail(emit, error, None).await;
+                return fail(emit, error, None, None).await;
             }
         };
         stats.begin_model();
@@ -186,18 +186,7 @@ pub async fn run(
                 tracing::info!(window = conv.budget.learned_window, "the request did not fit the context window");
                 continue;
             }
-            Err(e) => {
-                let error = ErrorEnvelope::from(&e);
-                emit.emit(Event::Error {
-                    code: error.code,
-                    message: error.message.clone(),
-                    retryable: error.retryable,
-                    provider: Some(config.endpoint.provider()),
-                    details: error.details.clone(),
-                })
-                .await;
-                return Outcome::Failed { error, response: None };
-            }
+            Err(e) => return fail(emit, ErrorEnvelope::from(&e), None, Some(config.endpoint.provider())).await,
         };
         context_retry = false;
         if let Some(u) = completion.usage {
@@ -215,7 +204,7 @@ pub async fn run(
                     retryable: false,
                     details: Some(serde_json::json!({"finish_reason": "length"})),
                 };
-                return fail(emit, error, Some(completion.text)).await;
+                return fail(emit, error, Some(completion.text), None).await;
             }
             if config.policy.mode == ApprovalMode::Plan {
                 emit.emit(Event::PlanComplete { plan: completion.text.clone() }).await;
@@ -227,7 +216,7 @@ pub async fn run(
                 ErrorCode::LoopDetected,
                 format!("the model made the same tool calls {LOOP_REPEATS} times in a row"),
             );
-            return fail(emit, error, None).await;
+            return fail(emit, error, None, None).await;
         }
         let last = turn.run.len().saturating_sub(1);
         let mut results = Vec::with_capacity(turn.run.len());
@@ -269,7 +258,7 @@ pub async fn compact_now(
             let after = fit::estimate(config, conv);
             Outcome::Ok { response: format!("compacted the conversation from about {before} to {after} tokens") }
         }
-        Err(error) => fail(emit, error, None).await,
+        Err(error) => fail(emit, error, None, None).await,
     }
 }
 
@@ -287,12 +276,13 @@ async fn call_model(config: &SessionConfig, body: Bytes, emit: &Emitter) -> Resu
 }
 
 /// Emits the `error` event of a fatal error and ends the send with it.
-async fn fail(emit: &Emitter, error: ErrorEnvelope, response: Option<String>) -> Outcome {
+/// (`provider` names the model server for provider errors.)
+async fn fail(emit: &Emitter, error: ErrorEnvelope, response: Option<String>, provider: Option<String>) -> Outcome {
     emit.emit(Event::Error {
         code: error.code,
         message: error.message.clone(),
         retryable: error.retryable,
-        provider: None,
+        provider,
         details: error.details.clone(),
     })
     .await;

@@ -266,6 +266,12 @@ impl Session {
     /// for the runner to end. Cancel-safe; may be called again.
     pub async fn drain(&self) {
         self.close();
+        self.finished().await;
+    }
+
+    /// Resolves once the runner has ended (after [`Session::close`] and the
+    /// last send). Cancel-safe.
+    pub async fn finished(&self) {
         self.stopped.cancelled().await;
     }
 

@@ -243,7 +243,8 @@ impl Worker {
 /// Resolves once `session` has finished its sends, when `active`; never otherwise.
 async fn drained(session: Option<&Session>, active: bool) {
     match session {
-        Some(s) if active => s.drain().await,
+        // `close` was called when the shutdown was read.
+        Some(s) if active => s.finished().await,
         _ => std::future::pending().await,
     }
 }
