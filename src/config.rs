@@ -185,6 +185,12 @@ pub struct SessionConfig {
     pub probed_window: Arc<tokio::sync::OnceCell<Option<u32>>>,
     /// Model used to summarise the conversation (default: `model`).
     pub compact_model: Option<String>,
+    /// Show the model the workspace's files at the first send
+    /// (`config.workspace_listing`, see [`crate::context::workspace`]).
+    pub workspace_listing: bool,
+    /// Check answers before accepting them (`config.answer_checks`, see
+    /// `agent::answer_check`).
+    pub answer_checks: bool,
     /// Approval mode and permission rules.
     pub policy: Policy,
     /// The client answers permission requests (pirn extension).
@@ -276,6 +282,8 @@ impl SessionConfig {
             context_window: config.context_window.filter(|n| *n > 0).or(env.context_window),
             probed_window: Arc::new(tokio::sync::OnceCell::new()),
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
+            workspace_listing: config.workspace_listing.unwrap_or(true),
+            answer_checks: config.answer_checks.unwrap_or(true),
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),
             permission_timeout: Duration::from_millis(

@@ -235,6 +235,21 @@ impl Conversation {
         self.count.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Appends `text` to the system prompt (nothing when there is none).
+    pub fn extend_system(&mut self, text: &str) {
+        if let Some(ChatCompletionRequestMessage::System(s)) = self.messages.first_mut()
+            && let ChatCompletionRequestSystemMessageContent::Text(t) = &mut s.content
+        {
+            t.push_str(text);
+            self.sizes[0] = message_bytes(&self.messages[0]);
+        }
+    }
+
+    /// True before the first user message.
+    pub fn is_fresh(&self) -> bool {
+        self.last_user().is_none()
+    }
+
     /// Appends the user's message.
     pub fn push_user(&mut self, text: &str) {
         self.push(ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {

@@ -3,7 +3,8 @@
 //! limit stops it.
 //!
 //! Owns: iteration counting and the `max_iterations` limit, loop detection
-//! ([`loop_guard`]), the per-send statistics that end up in the result, and
+//! ([`loop_guard`]; the first loop gets one last request without tools for a
+//! plain answer, a second ends the send), the [`answer_check`]s, the per-send statistics that end up in the result, and
 //! the line between errors the model sees (tool failures, bad arguments,
 //! unknown tools: they become tool results, see [`tool_call`]) and fatal
 //! ones (provider errors, limits: they end the send).
@@ -13,6 +14,7 @@
 //! stream and kills a running tool's process group), then calls
 //! [`crate::conversation::Conversation::repair`].
 
+pub mod answer_check;
 pub mod batch;
 pub mod emit;
 pub mod fit;
@@ -127,6 +129,13 @@ pub async fn run(
     message: &str,
     cancel: CancellationToken,
 ) -> Outcome {
+    if config.workspace_listing && conv.is_fresh() {
+        let root = config.workspace.clone();
+        match tokio::task::spawn_blocking(move || context::workspace::listing(&root)).await {
+            Ok(listing) => conv.extend_system(&listing),
+            Err(e) => tracing::warn!(error = %e, "the workspace listing failed"),
+        }
+    }
     conv.push_user(message);
     let window = config.window(conv.budget.learned_window).await;
     let mut tool_cx = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), cancel);
@@ -138,6 +147,10 @@ pub async fn run(
     let mut context_retry = false;
     // (signature, result) of the calls of the previous answer.
     let mut previous: Vec<(String, String)> = Vec::new();
+    let mut progress = answer_check::Progress::default();
+    let checks = config.answer_checks && config.policy.mode != ApprovalMode::Plan;
+    // After a loop: the next request offers no tools and its answer is final.
+    let mut wrap_up = false;
     loop {
         if stats.iterations >= config.max_iterations {
             let error = ErrorEnvelope::new(
@@ -163,7 +176,7 @@ pub async fn run(
             messages: conv.messages(),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
-            tools: config.tool_specs(),
+            tools: if wrap_up { &[] } else { config.tool_specs() },
             temperature: config.temperature,
             max_tokens: context::answer_room(window, prompt, config.max_tokens),
         }) {
@@ -206,12 +219,32 @@ pub async fn run(
                 };
                 return fail(emit, error, Some(completion.text), None).await;
             }
+            if checks
+                && !wrap_up
+                && let Some(nudge) = progress.review(message, &completion.text, &config.tools, &config.workspace)
+            {
+                conv.push_user(&nudge);
+                previous.clear();
+                continue;
+            }
             if config.policy.mode == ApprovalMode::Plan {
                 emit.emit(Event::PlanComplete { plan: completion.text.clone() }).await;
             }
             return Outcome::Ok { response: completion.text };
         }
-        if guard.is_loop(&turn.run, turn.most_copies) {
+        // After the wrap-up request, tool calls are not run (a server may
+        // still send some): that is the loop going on.
+        if wrap_up || guard.is_loop(&turn.run, turn.most_copies) {
+            if !wrap_up {
+                // One last request without tools: a model that repeats a
+                // call has usually done the work and only needs to say so.
+                wrap_up = true;
+                for call in &turn.run {
+                    conv.push_tool_result(&call.id, REPEAT_NOT_RUN.to_owned());
+                }
+                conv.push_user(WRAP_UP);
+                continue;
+            }
             let error = ErrorEnvelope::new(
                 ErrorCode::LoopDetected,
                 format!("the model made the same tool calls {LOOP_REPEATS} times in a row"),
@@ -223,13 +256,18 @@ pub async fn run(
         for (i, call) in turn.run.iter().enumerate() {
             let note = if i == last { turn.note.as_deref() } else { None };
             let signature = loop_guard::call_signature(call);
-            match previous.iter().find(|(s, _)| *s == signature) {
+            // A refused rewrite asked for again is the model's confirmation.
+            let confirmed = |earlier: &str| {
+                earlier.strip_prefix("Error: ").is_some_and(|e| e.starts_with(tools::write_file::DROP_REFUSAL))
+            };
+            match previous.iter().find(|(s, earlier)| *s == signature && !confirmed(earlier)) {
                 Some((_, earlier)) => {
                     tool_call::repeat(conv, call, earlier);
                     results.push((signature, earlier.clone()));
                 }
                 None => {
                     let text = tool_call::run(&cx, conv, stats, call, note).await;
+                    progress.record(&call.name, &text);
                     results.push((signature, text));
                 }
             }
@@ -237,6 +275,12 @@ pub async fn run(
         previous = results;
     }
 }
+
+/// The result of each call of an answer that made a loop.
+const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
+/// What the model is told after a loop, before its last, tool-less request.
+const WRAP_UP: &str = "[pirn] Stop: you keep making the same tool call, and its result will not change. No more \
+     tool calls: reply in plain text, without any JSON block, with what you did and what you found.";
 
 /// A manual compaction: summarises everything before the last
 /// [`context::KEEP_TURNS`] answers, whatever the window (an unknown window

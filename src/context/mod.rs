@@ -15,6 +15,7 @@
 //! for everything sent so far, so the error never accumulates.
 
 pub mod probe;
+pub mod workspace;
 
 /// Bytes counted per token for text the server has not counted yet
 /// (conservative; see the module doc).

@@ -102,12 +102,22 @@ pub struct ToolContext {
     /// refuses to overwrite an existing file that was not read first (a
     /// model that never saw a file must not replace it blindly).
     pub read_files: Option<std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>>,
+    /// Files whose rewrite `write_file` already refused once in this send
+    /// (see `write_file::MOSTLY_DROPPED`).
+    pub warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 impl ToolContext {
     /// A context with the default result cap ([`MAX_RESULT_BYTES`]).
     pub fn new(workspace: PathBuf, allowed_paths: Vec<PathBuf>, cancel: CancellationToken) -> ToolContext {
-        ToolContext { workspace, allowed_paths, cancel, result_cap: MAX_RESULT_BYTES, read_files: None }
+        ToolContext {
+            workspace,
+            allowed_paths,
+            cancel,
+            result_cap: MAX_RESULT_BYTES,
+            read_files: None,
+            warned: Default::default(),
+        }
     }
 
     /// Records that `path` was read (see [`ToolContext::read_files`]).
@@ -115,6 +125,11 @@ impl ToolContext {
         if let Some(set) = &self.read_files {
             set.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf());
         }
+    }
+
+    /// True the first time it is asked about `path` (see [`ToolContext::warned`]).
+    pub fn warn_once(&self, path: &Path) -> bool {
+        self.warned.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf())
     }
 
     /// False when overwriting `path` needs a `read_file` first.

@@ -1,7 +1,8 @@
 //! `read_file {file_path, offset?, limit?}`: numbered lines of a text file.
 //!
 //! Owns: paging (`offset` is the 1-based first line, `limit` the line count,
-//! default 2000), cutting over-long lines, refusing binary and oversized
+//! default 2000; a file of at most [`WHOLE_FILE_BYTES`] read from line 1 is
+//! shown whole, whatever the limit), cutting over-long lines, refusing binary and oversized
 //! files with a message that says what they are.
 
 use std::io::{BufRead, BufReader, Read};
@@ -13,6 +14,10 @@ use super::{ToolContext, ToolError, failed};
 
 /// Lines returned when `limit` is absent.
 pub const DEFAULT_LIMIT: usize = 2000;
+/// Files up to this size (bytes) read from line 1 are shown whole: a small
+/// model that asks for `limit: 1` of a 6-line file needs the rest next, and
+/// asking again and again is how it loops.
+pub const WHOLE_FILE_BYTES: u64 = 8 * 1024;
 /// Characters kept of one line.
 pub const MAX_LINE_CHARS: usize = 2000;
 /// Files larger than this (bytes) are refused.
@@ -79,7 +84,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     let offset = args.offset.unwrap_or(1).max(1);
     ctx.mark_read(&path);
-    let mut limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let mut limit = if offset == 1 && meta.len() <= WHOLE_FILE_BYTES {
+        usize::MAX
+    } else {
+        args.limit.unwrap_or(DEFAULT_LIMIT).max(1)
+    };
     let mut capped = false;
     let mut out = String::new();
     let mut line_no = 0usize;

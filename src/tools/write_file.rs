@@ -2,7 +2,10 @@
 //!
 //! Owns: parent-directory creation, the temp-file-and-rename write (same
 //! directory, so the rename is atomic), keeping an existing file's
-//! permissions.
+//! permissions, and two guards against a model destroying a file it meant
+//! to extend: an existing file must have been read first, and a rewrite
+//! that would drop most of a file's lines is refused once (see
+//! [`MOSTLY_DROPPED`]); the same write asked for again goes through.
 
 use std::io::Write;
 use std::path::Path;
@@ -21,6 +24,17 @@ pub struct Args {
     pub content: String,
 }
 
+/// A rewrite that keeps fewer than this share (percent) of an existing
+/// file's non-blank lines, of a file with at least [`GUARDED_LINES`] of
+/// them, is refused the first time: "add a function" answered with a file
+/// holding only the new function is the commonest way a small model breaks
+/// a task.
+pub const MOSTLY_DROPPED: usize = 50;
+/// Non-blank lines a file needs before [`MOSTLY_DROPPED`] applies.
+pub const GUARDED_LINES: usize = 4;
+/// How the refusal starts (the agent loop lets the next identical call run).
+pub const DROP_REFUSAL: &str = "not written: ";
+
 /// What the model is told the tool does.
 pub const DESCRIPTION: &str =
     "Create or overwrite a file in the workspace with the given content. Parent directories are created.";
@@ -36,6 +50,9 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
              with edit_file (or write the complete new content with write_file)"
         ));
     }
+    if let Some(refusal) = drop_guard(&path, &shown, &args.content, ctx) {
+        return failed(refusal);
+    }
     let existed = path.exists();
     match write_atomic(&path, args.content.as_bytes()) {
         Ok(()) => Ok(format!(
@@ -45,6 +62,28 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         )),
         Err(e) => failed(format!("{shown}: write failed: {e}")),
     }
+}
+
+/// The refusal of a rewrite that would drop most of an existing file's
+/// lines, the first time it is asked for in this send.
+fn drop_guard(path: &Path, shown: &str, content: &str, ctx: &ToolContext) -> Option<String> {
+    let old = std::fs::read_to_string(path).ok()?;
+    let old_lines: Vec<&str> = old.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if old_lines.len() < GUARDED_LINES {
+        return None;
+    }
+    let new_lines: std::collections::HashSet<&str> = content.lines().map(str::trim).collect();
+    let kept = old_lines.iter().filter(|l| new_lines.contains(*l)).count();
+    if kept * 100 >= old_lines.len() * MOSTLY_DROPPED || !ctx.warn_once(path) {
+        return None;
+    }
+    Some(format!(
+        "{DROP_REFUSAL}this would remove {} of the {} lines of {shown}. To add or change part of a file, use \
+         edit_file (old_string: the lines to change or the line to add after; new_string: them with your change). \
+         To replace the whole file anyway, call write_file again with the same arguments.",
+        old_lines.len() - kept,
+        old_lines.len()
+    ))
 }
 
 /// Writes `bytes` to a temp file beside `path`, fsyncs it, gives it the old

@@ -93,6 +93,16 @@ pub struct InitConfig {
     /// are answered "not run" to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls_per_turn: Option<u32>,
+    /// Add the workspace's path and file list (at most 60 paths) to the
+    /// system prompt at the first send (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_listing: Option<bool>,
+    /// Before an answer is accepted, check it against what the send did and
+    /// send the model back once when it claims a change it did not make, names
+    /// a file that does not exist or did not run what it was asked to run
+    /// (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_checks: Option<bool>,
     /// Directories outside the workspace that file tools may reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_paths: Option<Vec<String>>,

@@ -142,16 +142,37 @@ async fn max_iterations_ends_the_send() {
 }
 
 #[tokio::test]
-async fn three_identical_iterations_are_a_loop() {
+async fn three_identical_iterations_get_one_last_request_without_tools() {
     let same = || Reply::tool("grep", json!({"pattern": "x", "path": "."}));
-    let (events, r, _) = one_send(vec![same(), same(), same(), Reply::text(&["never"])], json!({})).await;
+    let (events, r, mock) = one_send(vec![same(), same(), same(), Reply::text(&["found nothing"])], json!({})).await;
+    assert_eq!(r["response"], "found nothing", "{r}");
+    assert_eq!(r["iterations"], 4);
+    // The first call runs; the repeat is answered "not run again" with the
+    // earlier result; the third makes a loop: its call is answered "not
+    // run", the model is told to answer, and that request offers no tools.
+    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "repeats are not run");
+    let requests = mock.requests();
+    let last = &requests.last().unwrap().body;
+    assert!(last.get("tools").is_none(), "the wrap-up request offers no tools");
+    let messages = last["messages"].as_array().unwrap();
+    let nudge = messages.last().unwrap();
+    assert_eq!(nudge["role"], "user");
+    assert!(
+        nudge["content"].as_str().unwrap().starts_with("[pirn] Stop: you keep making the same tool call"),
+        "{nudge}"
+    );
+    assert!(requests[2].body.get("tools").is_some());
+}
+
+#[tokio::test]
+async fn a_loop_that_goes_on_after_the_wrap_up_ends_the_send() {
+    let same = || Reply::tool("grep", json!({"pattern": "x", "path": "."}));
+    let (events, r, _) = one_send(vec![same(), same(), same(), same(), Reply::text(&["never"])], json!({})).await;
     assert_eq!(r["error"]["code"], "loop_detected");
     assert_eq!(r["error"]["retryable"], false);
-    assert_eq!(r["iterations"], 3);
+    assert_eq!(r["iterations"], 4);
     assert_eq!(error_event(&events)["code"], "loop_detected");
-    // The first call runs; the repeat is answered "not run again" with the
-    // earlier result; the third ends the send.
-    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "repeats are not run");
+    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "nothing runs after the loop");
 }
 
 #[tokio::test]

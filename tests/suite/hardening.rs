@@ -221,7 +221,7 @@ async fn a_client_naming_no_version_gets_0_2_and_extension_config_needs_0_3() {
 #[tokio::test]
 async fn stop_reasons_say_why_a_0_3_send_ended() {
     let glob = || Reply::tool("glob", json!({"pattern": "*.md"}));
-    let (mut w, _mock) = mock_worker(vec![glob(), glob(), glob()], &[], json!({})).await;
+    let (mut w, _mock) = mock_worker(vec![glob(), glob(), glob(), glob()], &[], json!({})).await;
     w.write(json!({"type":"send","id":"l","message":"go"})).await;
     assert_eq!(w.result_for("l").await.1["stop_reason"], "loop_detected");
     let (mut w, _mock) = mock_worker(vec![glob()], &[], json!({"max_iterations": 1})).await;

@@ -131,7 +131,10 @@ async fn text_answer_streams_deltas_usage_and_one_result() {
     assert_eq!(req.body["stream"], true);
     assert_eq!(req.body["stream_options"]["include_usage"], true);
     assert_eq!(req.body["model"], "mock-model");
-    assert_eq!(req.body["messages"][0], json!({"role":"system","content":"You are a test."}));
+    // The system prompt, then the workspace listing added at the first send.
+    let system = req.body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(req.body["messages"][0]["role"], "system");
+    assert!(system.starts_with("You are a test.\n\nThe workspace is /"), "{system}");
     assert_eq!(req.body["messages"][1], json!({"role":"user","content":"say hello"}));
     let tools: Vec<&str> =
         req.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();

@@ -58,7 +58,7 @@ async fn run_exit_codes() {
     let mock = MockServer::start(vec![Reply::status(500, "down")]).await;
     assert_eq!(run(&mock.base_url(), &["run", "x"]).await.0, 1, "provider error");
     let same = || Reply::tool("glob", serde_json::json!({"pattern":"*"}));
-    let mock = MockServer::start(vec![same(), same(), same()]).await;
+    let mock = MockServer::start(vec![same(), same(), same(), same()]).await;
     assert_eq!(run(&mock.base_url(), &["run", "x"]).await.0, 3, "loop detected");
     let mock = MockServer::start(vec![same()]).await;
     assert_eq!(run(&mock.base_url(), &["run", "--max-iterations", "1", "x"]).await.0, 3, "max iterations");

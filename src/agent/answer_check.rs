@@ -1,0 +1,284 @@
+//! Answer checks: before a final answer is accepted, compare it with what
+//! the send actually did, and send the model back once when they disagree.
+//!
+//! Small models end a task with a confident sentence that nothing backs:
+//! "hello.txt has been created" with no `write_file` call, "parse_header is
+//! defined in src/parser.rs" in a Python repository, the output of a script
+//! they only read. The eval's tasks failed that way more than any other.
+//! Each check below looks only at facts pirn has (the request's words, the
+//! tool calls that succeeded, the files on disk); when one fails, the model
+//! gets one short user message saying what is wrong and the loop goes on.
+//! Each such message starts with [`MARK`], so a chat template can tell it
+//! from a new request (the demo's does). Every check fires at most once per send, so a model that insists still
+//! ends the send, with its own answer.
+//!
+//! The checks, in order:
+//! - [`Check::UnmadeChange`]: the request asks for a change (a change verb,
+//!   not a question) and no `write_file`, `edit_file` or `bash` call
+//!   succeeded;
+//! - [`Check::NotRun`]: the request says "run" or "execute" and no `bash`
+//!   call ran;
+//! - [`Check::MissingPath`]: the answer names a file (a path with a source or
+//!   data extension) that exists nowhere in the workspace and that the
+//!   request did not name.
+//!
+//! Off with `config.answer_checks: false`; never in plan mode.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+/// What went wrong with an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Check {
+    UnmadeChange,
+    NotRun,
+    MissingPath,
+}
+
+/// How every message of a check starts.
+pub const MARK: &str = "[pirn] ";
+
+/// Verbs that make a request a change request.
+const CHANGE_VERBS: &[&str] = &[
+    "add",
+    "append",
+    "change",
+    "create",
+    "delete",
+    "edit",
+    "fix",
+    "implement",
+    "insert",
+    "make",
+    "modify",
+    "move",
+    "refactor",
+    "remove",
+    "rename",
+    "replace",
+    "set",
+    "update",
+    "write",
+];
+/// Openings of a polite request phrased as a question ("can you fix …?").
+const POLITE: &[&str] = &["can", "could", "would", "will", "please"];
+/// Extensions that make a word a file name.
+const FILE_EXTENSIONS: &[&str] = &[
+    "c", "cc", "cfg", "conf", "cpp", "cs", "css", "csv", "go", "h", "hpp", "html", "ini", "java", "js", "json", "jsx",
+    "kt", "lock", "lua", "md", "php", "py", "rb", "rs", "scss", "sh", "sql", "swift", "toml", "ts", "tsx", "txt",
+    "xml", "yaml", "yml",
+];
+
+/// What one send has done so far, as far as the checks care.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// A `write_file`, `edit_file` or `bash` call succeeded.
+    changed: bool,
+    /// A `bash` call ran (its command's exit code does not matter).
+    ran: bool,
+    /// Checks that already sent the model back.
+    fired: HashSet<Check>,
+}
+
+impl Progress {
+    /// Notes one tool call's result (`result` as the model read it; failed
+    /// calls start with `Error:`).
+    pub fn record(&mut self, tool: &str, result: &str) {
+        let ok = !result.starts_with("Error:");
+        match tool {
+            "write_file" | "edit_file" => self.changed |= ok,
+            "bash" => {
+                // A command that ran and exited non-zero is still a run.
+                let ran = ok || result.contains("exit code");
+                self.ran |= ran;
+                self.changed |= ran;
+            }
+            _ => {}
+        }
+    }
+
+    /// The message that sends the model back, or `None` to accept `answer`.
+    /// `tools` are the enabled tools; `workspace` is the canonical root.
+    pub fn review(&mut self, request: &str, answer: &str, tools: &[String], workspace: &Path) -> Option<String> {
+        let enabled = |t: &str| tools.iter().any(|x| x == t);
+        let words = words(request);
+        let (check, message) = if !self.changed
+            && (enabled("write_file") || enabled("edit_file"))
+            && asks_for_change(request, &words)
+            && !self.fired.contains(&Check::UnmadeChange)
+        {
+            (
+                Check::UnmadeChange,
+                "That is not true yet: no file has been changed (no write_file, edit_file or bash call \
+                 succeeded in this task). Call write_file or edit_file now to make the change."
+                    .to_owned(),
+            )
+        } else if !self.ran
+            && enabled("bash")
+            && words.iter().any(|w| w == "run" || w == "execute")
+            && !self.fired.contains(&Check::NotRun)
+        {
+            let command = match quoted_command(request) {
+                Some(c) => format!("Call bash with the command {c:?}"),
+                None => "Run it with bash".to_owned(),
+            };
+            (
+                Check::NotRun,
+                format!(
+                    "You were asked to run something, but you have not run any command. {command} and report \
+                     its real output."
+                ),
+            )
+        } else if !self.fired.contains(&Check::MissingPath)
+            && let missing = missing_paths(request, answer, workspace)
+            && !missing.is_empty()
+        {
+            (
+                Check::MissingPath,
+                format!(
+                    "Your answer names {}, which does not exist in the workspace. Find the right file with glob \
+                     or grep, then answer again.",
+                    missing.join(", ")
+                ),
+            )
+        } else {
+            return None;
+        };
+        self.fired.insert(check);
+        tracing::info!(?check, "the answer was sent back to the model");
+        Some(format!("{MARK}{message}"))
+    }
+}
+
+/// Lower-case words of `text` (letters, digits and `_`; `create_file` is one word).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// The first `` `…` `` span of the request (the command a user quotes).
+fn quoted_command(request: &str) -> Option<&str> {
+    let (_, rest) = request.split_once('`')?;
+    let (command, _) = rest.split_once('`')?;
+    Some(command.trim()).filter(|c| !c.is_empty())
+}
+
+/// A change verb, and not a question (unless a polite request).
+fn asks_for_change(request: &str, words: &[String]) -> bool {
+    let question = request.trim_end().ends_with('?') && !words.first().is_some_and(|w| POLITE.contains(&w.as_str()));
+    !question && words.iter().any(|w| CHANGE_VERBS.contains(&w.as_str()))
+}
+
+/// File names in `answer` that exist nowhere in the workspace and are not
+/// named in `request`. A name with a directory must exist at that path; a
+/// bare name anywhere in the tree.
+fn missing_paths(request: &str, answer: &str, workspace: &Path) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    let mut bare_names: Option<HashSet<String>> = None;
+    for token in answer.split(|c: char| c.is_whitespace() || "`'\"()[]{},;<>*".contains(c)) {
+        let token = token.trim_end_matches(['.', ':', '!', '?']).trim_start_matches("./");
+        if !looks_like_file(token) || request.contains(token) || missing.iter().any(|m| m == token) {
+            continue;
+        }
+        let exists = if token.contains('/') {
+            workspace.join(token).exists()
+        } else {
+            bare_names.get_or_insert_with(|| file_names(workspace)).contains(token)
+        };
+        if !exists {
+            missing.push(token.to_owned());
+        }
+    }
+    missing
+}
+
+/// `name.ext` with a known extension, made of path characters.
+fn looks_like_file(token: &str) -> bool {
+    let Some((stem, ext)) = token.rsplit_once('.') else { return false };
+    !stem.is_empty()
+        && !stem.ends_with('/')
+        && !token.starts_with('/')
+        && !token.contains("..")
+        && FILE_EXTENSIONS.contains(&ext)
+        && token.chars().all(|c| c.is_alphanumeric() || "_-./".contains(c))
+}
+
+/// Every file name in the workspace (same walk limits as the listing).
+fn file_names(workspace: &Path) -> HashSet<String> {
+    ignore::WalkBuilder::new(workspace)
+        .require_git(false)
+        .build()
+        .flatten()
+        .take(crate::context::workspace::MAX_VISITED)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_tools() -> Vec<String> {
+        ["read_file", "write_file", "edit_file", "glob", "grep", "bash"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn a_claimed_change_without_a_write_is_sent_back_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Progress::default();
+        let req = "Create a file named hello.txt containing Hello";
+        let first = p.review(req, "hello.txt has been created.", &all_tools(), dir.path());
+        assert!(first.unwrap().starts_with("[pirn] That is not true yet"));
+        assert_eq!(p.review(req, "Done.", &all_tools(), dir.path()), None, "once per send");
+
+        let mut p = Progress::default();
+        p.record("write_file", "created hello.txt: 5 bytes written");
+        assert_eq!(p.review(req, "Created.", &all_tools(), dir.path()), None);
+    }
+
+    #[test]
+    fn questions_and_failed_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Progress::default();
+        assert_eq!(p.review("Why does create_file fail?", "Because.", &all_tools(), dir.path()), None);
+        assert!(p.review("Can you fix the typo?", "Fixed.", &all_tools(), dir.path()).is_some());
+        let mut p = Progress::default();
+        p.record("edit_file", "Error: old_string not found");
+        assert!(p.review("Fix the typo", "Fixed.", &all_tools(), dir.path()).is_some());
+        let read_only = vec!["read_file".to_owned()];
+        assert_eq!(Progress::default().review("Fix the typo", "Fixed.", &read_only, dir.path()), None);
+    }
+
+    #[test]
+    fn a_run_request_needs_a_bash_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Progress::default();
+        let req = "Run `python3 compute.py` and tell me the number it prints.";
+        assert!(
+            p.review(req, "It prints 1664.", &all_tools(), dir.path())
+                .unwrap()
+                .contains("the command \"python3 compute.py\"")
+        );
+        let mut p = Progress::default();
+        p.record("bash", "Error: exit code 1\nTraceback …");
+        assert_eq!(p.review(req, "It fails.", &all_tools(), dir.path()), None);
+    }
+
+    #[test]
+    fn invented_paths_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/net")).unwrap();
+        std::fs::write(dir.path().join("src/net/protocol.py"), "").unwrap();
+        let req = "In which file is parse_header defined?";
+        let mut p = Progress::default();
+        let msg = p.review(req, "It is defined in `src/parser.rs`.", &all_tools(), dir.path()).unwrap();
+        assert!(msg.contains("src/parser.rs, which does not exist"), "{msg}");
+        let mut p = Progress::default();
+        for fine in
+            ["In src/net/protocol.py.", "In protocol.py (functools.reduce, e.g. 3.14).", "See ./src/net/protocol.py"]
+        {
+            assert_eq!(p.review(req, fine, &all_tools(), dir.path()), None, "{fine}");
+        }
+        assert_eq!(p.review("Is there a notes.md?", "notes.md does not exist.", &all_tools(), dir.path()), None);
+    }
+}
