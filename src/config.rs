@@ -64,6 +64,12 @@ pub struct Environment {
     pub approval_mode: Option<String>,
     /// `PIRN_CONTEXT_WINDOW`: the model's context window in tokens.
     pub context_window: Option<u32>,
+    /// `PIRN_RECORD`: the cassette file model exchanges are written to.
+    pub record: Option<PathBuf>,
+    /// `PIRN_REPLAY`: the cassette file model calls are served from.
+    pub replay: Option<PathBuf>,
+    /// `PIRN_REPLAY_TIMING`: `instant` (default) or `recorded`.
+    pub replay_timing: Option<String>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -104,6 +110,9 @@ impl Environment {
                 .and_then(|v| v.trim().parse().ok()),
             approval_mode: var("PIRN_APPROVAL_MODE"),
             context_window: var("PIRN_CONTEXT_WINDOW").and_then(|v| v.trim().parse().ok()).filter(|n| *n > 0),
+            record: var("PIRN_RECORD").map(PathBuf::from),
+            replay: var("PIRN_REPLAY").map(PathBuf::from),
+            replay_timing: var("PIRN_REPLAY_TIMING"),
         }
     }
 
@@ -146,6 +155,8 @@ pub enum ConfigError {
     /// An extension a 0.2.0 client cannot use (it would never see the ids to answer with).
     #[error("config.{0} needs protocol_version 0.3.0 (this session speaks 0.2.0)")]
     NeedsV0_3(&'static str),
+    #[error(transparent)]
+    Cassette(#[from] crate::cassette::CassetteError),
     #[error("config.max_tool_calls_per_turn must be at least 1")]
     ZeroToolCalls,
 }
@@ -251,6 +262,8 @@ impl SessionConfig {
         for unknown in config.tools.iter().filter(|t| !known(t)) {
             tracing::warn!(tool = %unknown, "init names a tool pirn does not have; ignored");
         }
+        let cassette = crate::cassette::Cassette::from_env(env)?;
+        let endpoint = Endpoint::new(env, config.idle_timeout_ms).with_cassette(cassette, &workspace);
         let session_id = uuid::Uuid::new_v4().to_string();
         Ok(SessionConfig {
             correlation: Correlation {
@@ -275,7 +288,7 @@ impl SessionConfig {
                 .map_or(DEFAULT_MAX_TOOL_CALLS_PER_TURN, |n| n as usize),
             workspace,
             allowed_paths,
-            endpoint: Endpoint::new(env, config.idle_timeout_ms),
+            endpoint,
             heartbeat: env.heartbeat(),
             temperature: config.temperature,
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).max(1),

@@ -5,14 +5,17 @@
 //! [`transport`] (stdio, `pirn run`, `pirn serve`) → [`session`] (queue of
 //! sends, status, cancel, one result per send) → [`agent`] (the turn loop)
 //! → [`conversation`], [`tools`], [`approval`], [`model`] (the streamed
-//! OpenAI-compatible call) → [`wire`] (message types, no I/O). [`config`]
+//! OpenAI-compatible call, which records to or replays from a [`cassette`])
+//! → [`wire`] (message types, no I/O). [`config`]
 //! is built once per session from `init.config`, an [`config::Environment`]
 //! snapshot and the transport's [`config::Limits`]. `main.rs` is the
 //! command line only.
 
 pub mod agent;
 pub mod approval;
+pub mod cassette;
 pub mod config;
+pub mod conform;
 pub mod context;
 pub mod conversation;
 pub mod logging;
@@ -20,5 +23,6 @@ pub mod model;
 pub mod session;
 pub mod sse;
 pub mod tools;
+pub mod transcript;
 pub mod transport;
 pub mod wire;

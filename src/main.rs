@@ -2,6 +2,9 @@
 //!
 //! - `pirn` — the JSONL worker on stdin/stdout (what an orchestrator spawns);
 //! - `pirn run [flags] PROMPT` — one send for scripts;
+//! - `pirn serve` — the HTTP facade;
+//! - `pirn transcript diff|normalize`, `pirn conform` — golden transcripts
+//!   for the test suites of the programs that embed pirn;
 //! - `pirn --help`, `pirn --version`.
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -47,6 +50,119 @@ enum Command {
         /// The tool's arguments as a JSON object.
         args: String,
     },
+    /// Compare or normalise JSONL transcripts of a worker's output (session
+    /// ids, latencies, heartbeats, workspace paths and local ports forgiven).
+    #[command(subcommand)]
+    Transcript(TranscriptCommand),
+    /// Run golden cases (input.jsonl, cassette.jsonl, files/, expected.jsonl)
+    /// against a worker command; one PASS/FAIL line per case. Exit 0 when
+    /// all pass, 1 when one fails, 2 when the cases cannot be run.
+    Conform(ConformArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum TranscriptCommand {
+    /// Exit 0 when the two transcripts match after normalising, else print
+    /// a unified diff and exit 1 (2: a file cannot be read).
+    Diff {
+        expected: std::path::PathBuf,
+        actual: std::path::PathBuf,
+        #[command(flatten)]
+        norm: NormalizeArgs,
+    },
+    /// Print the normalised form of a transcript (what to commit as a golden).
+    Normalize {
+        file: std::path::PathBuf,
+        #[command(flatten)]
+        norm: NormalizeArgs,
+    },
+}
+
+#[derive(clap::Args, Debug, Default)]
+struct NormalizeArgs {
+    /// A workspace path to write as $WORKSPACE (repeatable).
+    #[arg(long = "workspace")]
+    workspaces: Vec<String>,
+    /// Also ignore this field wherever it occurs (repeatable).
+    #[arg(long = "ignore-field")]
+    ignore_fields: Vec<String>,
+    /// Also drop events of this name (repeatable), e.g. usage.
+    #[arg(long = "ignore-event")]
+    ignore_events: Vec<String>,
+    /// Compare heartbeat events too (dropped by default).
+    #[arg(long)]
+    keep_heartbeats: bool,
+}
+
+impl NormalizeArgs {
+    fn normalizer(self) -> pirn::transcript::Normalizer {
+        pirn::transcript::Normalizer {
+            workspaces: self.workspaces,
+            ignore_fields: self.ignore_fields,
+            ignore_events: self.ignore_events,
+            keep_heartbeats: self.keep_heartbeats,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+struct ConformArgs {
+    /// The worker command, run with `sh -c` in each case's workspace.
+    #[arg(long)]
+    worker: String,
+    /// A case directory or a directory of cases.
+    #[arg(default_value = "fixtures")]
+    dir: std::path::PathBuf,
+    /// Serve recorded answers at once instead of at their recorded pace.
+    #[arg(long)]
+    instant: bool,
+    /// Model requests must equal the recorded ones (for pirn itself;
+    /// another implementation sends other prompts).
+    #[arg(long)]
+    strict: bool,
+    /// Extra environment for the worker, NAME=VALUE (repeatable).
+    #[arg(long = "env", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// Longest a case may take, in seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout_secs: u64,
+    #[command(flatten)]
+    norm: NormalizeArgs,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).ok_or_else(|| format!("{s:?} is not NAME=VALUE"))
+}
+
+/// `pirn transcript diff|normalize`; returns the exit code.
+fn transcript(cmd: TranscriptCommand) -> i32 {
+    use std::io::Write;
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| {
+            let _ = writeln!(std::io::stderr(), "pirn transcript: cannot read {}: {e}", p.display());
+        })
+    };
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        TranscriptCommand::Diff { expected, actual, norm } => {
+            let (Ok(e), Ok(a)) = (read(&expected), read(&actual)) else { return 2 };
+            let n = norm.normalizer();
+            match pirn::transcript::diff(&n.normalize(&e), &n.normalize(&a)) {
+                None => 0,
+                Some(d) => {
+                    let _ = out.write_all(d.as_bytes());
+                    1
+                }
+            }
+        }
+        TranscriptCommand::Normalize { file, norm } => {
+            let Ok(text) = read(&file) else { return 2 };
+            for line in norm.normalizer().normalize(&text) {
+                let _ = writeln!(out, "{line}");
+            }
+            0
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -72,6 +188,13 @@ struct RunArgs {
     /// Sampling temperature.
     #[arg(long)]
     temperature: Option<f32>,
+    /// Write every model exchange to this cassette [env: PIRN_RECORD].
+    #[arg(long, conflicts_with = "replay")]
+    record: Option<std::path::PathBuf>,
+    /// Serve model calls from this cassette, nothing from the network
+    /// [env: PIRN_REPLAY; pacing: PIRN_REPLAY_TIMING=instant|recorded].
+    #[arg(long)]
+    replay: Option<std::path::PathBuf>,
     /// The user message.
     prompt: String,
 }
@@ -141,9 +264,29 @@ fn main() {
                 OutputFormat::Jsonl => Format::Jsonl,
                 OutputFormat::Text => Format::Text,
             };
-            block_on_and_exit(run::run(config, args.prompt, format), log)
+            let cassette = run::CassetteFlags { record: args.record, replay: args.replay };
+            block_on_and_exit(run::run(config, args.prompt, format, cassette), log)
         }
         Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args), log),
+        Some(Command::Transcript(cmd)) => {
+            let code = transcript(cmd);
+            if let Some(log) = log {
+                log.finish();
+            }
+            std::process::exit(code)
+        }
+        Some(Command::Conform(args)) => {
+            let opts = pirn::conform::Options {
+                worker: args.worker,
+                dir: args.dir,
+                instant: args.instant,
+                strict: args.strict,
+                env: args.env,
+                timeout: std::time::Duration::from_secs(args.timeout_secs),
+                normalizer: args.norm.normalizer(),
+            };
+            block_on_and_exit(pirn::conform::run(opts), log)
+        }
         Some(Command::Serve(args)) => {
             let port = args
                 .port

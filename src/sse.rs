@@ -101,6 +101,18 @@ impl SseDecoder {
         }
     }
 
+    /// [`SseDecoder::next_event`] without the borrow: true when an event is
+    /// ready, whose data [`SseDecoder::current`] then gives.
+    pub fn ready(&mut self) -> Result<bool, SseError> {
+        self.next_event().map(|e| e.is_some())
+    }
+
+    /// The data of the event the last [`SseDecoder::ready`] (or
+    /// [`SseDecoder::end_of_input`]) found.
+    pub fn current(&self) -> &[u8] {
+        if self.returned { &self.data } else { &[] }
+    }
+
     /// At end of input: the pending event (data without its closing blank
     /// line, or a last line without newline), if any.
     pub fn end_of_input(&mut self) -> Result<Option<&[u8]>, SseError> {

@@ -3,15 +3,20 @@
 //! Owns: the endpoint built from the [`Environment`] snapshot, the
 //! process-wide HTTP clients (built on first use, so no TLS or connection
 //! pool exists before a send needs one), the retries of 429/503 before
-//! anything streamed, and `Retry-After` parsing.
+//! anything streamed, `Retry-After` parsing, and the [`Cassette`] of the
+//! process: a recorded call is also written to the cassette, a replayed one
+//! is served from it without touching the network (the same retry rules
+//! apply to the recorded answers).
 
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use serde_json::Value;
 
 use super::error::{ModelError, retried_status};
 use super::stream::ChatStream;
+use crate::cassette::{Cassette, End, Method, Player, ReplayBody, Timing};
 use crate::config::Environment;
 
 /// Default per-chunk idle timeout: a CPU model can think for minutes on a long
@@ -36,6 +41,10 @@ pub struct Endpoint {
     pub idle_timeout: Duration,
     /// Longest `Retry-After` honoured; a longer one ends the call at once.
     pub max_retry_after: Duration,
+    /// Recording or replaying (`PIRN_RECORD`, `PIRN_REPLAY`).
+    cassette: Option<Cassette>,
+    /// The session's workspace, as written to (and forgiven by) the cassette.
+    workspace: String,
 }
 
 /// A retry about to happen: try `attempt` (2 or 3) after `wait`, because the
@@ -102,7 +111,22 @@ impl Endpoint {
             api_key: env.api_key.clone(),
             idle_timeout: idle_ms.map(Duration::from_millis).unwrap_or(DEFAULT_IDLE_TIMEOUT),
             max_retry_after: env.max_retry_after_ms.map(Duration::from_millis).unwrap_or(MAX_RETRY_AFTER),
+            cassette: None,
+            workspace: String::new(),
         }
+    }
+
+    /// This endpoint recording to or replaying from `cassette`, for a
+    /// session in `workspace`.
+    pub fn with_cassette(mut self, cassette: Option<Cassette>, workspace: &std::path::Path) -> Endpoint {
+        self.cassette = cassette;
+        self.workspace = workspace.display().to_string();
+        self
+    }
+
+    /// True when calls are served from a cassette (nothing goes to the network).
+    pub fn replaying(&self) -> bool {
+        matches!(self.cassette, Some(Cassette::Replay(_)))
     }
 
     /// The base URL (`…/v1`), without a trailing slash.
@@ -113,14 +137,36 @@ impl Endpoint {
     /// `GET url` (with the key, if any) as JSON; `None` on any failure or
     /// after `timeout`. For the window probe.
     pub async fn get_json(&self, url: &str, timeout: Duration) -> Option<serde_json::Value> {
+        let path = url_path(url);
+        let mut tape = match &self.cassette {
+            Some(Cassette::Replay(player)) => {
+                let recorded = player.get(path)?;
+                return recorded
+                    .status
+                    .filter(|s| (200..300).contains(s))
+                    .and_then(|_| serde_json::from_str(recorded.body.as_deref()?).ok());
+            }
+            Some(Cassette::Record(r)) => Some(r.tape(Method::Get, path, &self.workspace, Value::Null)),
+            None => None,
+        };
         let http = http_client(!url.starts_with("http://")).ok()?;
         let mut req = http.get(url).header(reqwest::header::ACCEPT, "application/json");
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
         let fetch = async {
-            let resp = req.send().await.ok()?.error_for_status().ok()?;
-            serde_json::from_slice(&resp.bytes().await.ok()?).ok()
+            let resp = req.send().await.ok()?;
+            let status = resp.status();
+            let body = resp.bytes().await.ok()?;
+            if let Some(t) = &mut tape {
+                t.answered(status.as_u16(), None);
+                t.body(&String::from_utf8_lossy(&body));
+                t.finish(End::Done);
+            }
+            if !status.is_success() {
+                return None;
+            }
+            serde_json::from_slice(&body).ok()
         };
         tokio::time::timeout(timeout, fetch).await.ok().flatten()
     }
@@ -143,10 +189,17 @@ impl Endpoint {
     /// once. Nothing has been streamed at that point,
     /// so a retry cannot duplicate output. Errors: see [`ModelError`].
     pub async fn open(&self, body: Bytes, on_retry: &impl OnRetry) -> Result<ChatStream, ModelError> {
+        let recorder = match &self.cassette {
+            Some(Cassette::Replay(player)) => return self.open_replayed(player, &body, on_retry).await,
+            Some(Cassette::Record(r)) => Some(r),
+            None => None,
+        };
         let http = http_client(!self.chat_url.starts_with("http://"))?;
+        let request = || serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
         let mut tries = 0;
         loop {
             tries += 1;
+            let mut tape = recorder.map(|r| r.tape(Method::Post, url_path(&self.chat_url), &self.workspace, request()));
             let mut req = http
                 .post(&self.chat_url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -157,43 +210,121 @@ impl Endpoint {
             }
             let resp = match tokio::time::timeout(self.idle_timeout, req.send()).await {
                 Err(_) => {
-                    return Err(ModelError::Timeout(format!(
+                    let e = ModelError::Timeout(format!(
                         "model server sent no response within {} ms",
                         self.idle_timeout.as_millis()
-                    )));
+                    ));
+                    if let Some(t) = &mut tape {
+                        t.finish(e.as_end());
+                    }
+                    return Err(e);
                 }
-                // A pooled connection the server closed while idle fails
-                // the send at once: one immediate retry on a fresh one.
-                Ok(Err(e)) if tries == 1 && !e.is_timeout() => {
-                    tracing::debug!("model request failed to send ({}); retrying once", describe_reqwest(&e));
-                    continue;
+                Ok(Err(e)) => {
+                    // A pooled connection the server closed while idle fails
+                    // the send at once: one immediate retry on a fresh one.
+                    let retry = tries == 1 && !e.is_timeout();
+                    let e = ModelError::Connect(describe_reqwest(&e));
+                    if let Some(t) = &mut tape {
+                        let kind = if retry { "connect" } else { "connect_final" };
+                        t.finish(End::Error { kind: kind.to_owned(), message: e.to_string() });
+                    }
+                    if retry {
+                        tracing::debug!("model request failed to send ({e}); retrying once");
+                        continue;
+                    }
+                    return Err(e);
                 }
-                Ok(Err(e)) => return Err(ModelError::Connect(describe_reqwest(&e))),
                 Ok(Ok(resp)) => resp,
             };
             let status = resp.status();
+            let retry_after =
+                resp.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            if let Some(t) = &mut tape {
+                t.answered(status.as_u16(), retry_after.as_deref());
+            }
             if status.is_success() {
-                return Ok(ChatStream::new(resp, self.idle_timeout));
+                return Ok(ChatStream::new(resp, self.idle_timeout, tape));
             }
-            let retry_after = resp
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| parse_retry_after(v, SystemTime::now()));
             let body = read_capped(resp, self.idle_timeout).await;
-            let err = ModelError::http(status.as_u16(), &body);
-            if !retried_status(status.as_u16()) || tries >= MAX_TRIES {
-                return Err(err);
+            if let Some(t) = &mut tape {
+                t.body(&body);
+                t.finish(End::Done);
             }
-            let wait = retry_after.unwrap_or(Duration::from_secs(u64::from(tries)));
-            if wait > self.max_retry_after {
-                return Err(err);
-            }
-            tracing::debug!(status = status.as_u16(), wait_ms = wait.as_millis() as u64, "model server asked to retry");
+            let wait = self.retry_wait(status.as_u16(), retry_after.as_deref(), &body, tries)?;
             on_retry.retrying(RetryNotice { attempt: tries + 1, wait, status: status.as_u16() }).await;
             tokio::time::sleep(wait).await;
         }
     }
+
+    /// [`Endpoint::open`] served from the cassette: each try takes the next
+    /// recorded exchange (which must hold this request), and its recorded
+    /// answer goes through the same rules as a live one.
+    async fn open_replayed(
+        &self,
+        player: &Player,
+        body: &[u8],
+        on_retry: &impl OnRetry,
+    ) -> Result<ChatStream, ModelError> {
+        let request = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let started = Instant::now();
+            let recorded = player
+                .next_post(&request, &self.workspace)
+                .map_err(|m| ModelError::ReplayMismatch { message: m.message, details: m.details })?;
+            player.pace(started, recorded.headers_ms).await;
+            let Some(status) = recorded.status else {
+                let e = match &recorded.end {
+                    End::Error { kind, message } => ModelError::recorded(kind, message),
+                    _ => ModelError::Stream("the recorded request got no answer".to_owned()),
+                };
+                if tries == 1 && matches!(&recorded.end, End::Error { kind, .. } if kind == "connect") {
+                    continue;
+                }
+                return Err(e);
+            };
+            if (200..300).contains(&status) {
+                return Ok(ChatStream::replayed(ReplayBody::new(recorded, started, player.timing), self.idle_timeout));
+            }
+            let body = recorded.body.as_deref().unwrap_or("");
+            let wait = self.retry_wait(status, recorded.retry_after.as_deref(), body, tries)?;
+            on_retry.retrying(RetryNotice { attempt: tries + 1, wait, status }).await;
+            if player.timing == Timing::Recorded {
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+
+    /// After an error answer (`status`, its `Retry-After` and body) on try
+    /// `tries`: how long to wait before the next try, or the error to end
+    /// the call with (not retried, out of tries, or asked to wait too long).
+    fn retry_wait(
+        &self,
+        status: u16,
+        retry_after: Option<&str>,
+        body: &str,
+        tries: u32,
+    ) -> Result<Duration, ModelError> {
+        let err = ModelError::http(status, body);
+        if !retried_status(status) || tries >= MAX_TRIES {
+            return Err(err);
+        }
+        let wait = retry_after
+            .and_then(|v| parse_retry_after(v, SystemTime::now()))
+            .unwrap_or(Duration::from_secs(u64::from(tries)));
+        if wait > self.max_retry_after {
+            return Err(err);
+        }
+        tracing::debug!(status, wait_ms = wait.as_millis() as u64, "model server asked to retry");
+        Ok(wait)
+    }
+}
+
+/// The path of `url` (`http://host:port/v1/models` → `/v1/models`).
+fn url_path(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.find('/').map_or("/", |i| &rest[i..])
 }
 
 /// The process-wide HTTP clients, built on first use: one for `https://`

@@ -55,6 +55,11 @@ pub enum ModelError {
     /// The HTTP client could not be built.
     #[error("{0}")]
     Client(String),
+    /// Replay (`PIRN_REPLAY`): the request is not the one the cassette
+    /// recorded next, or the cassette has no more calls. `details` says
+    /// where they differ (see `cassette::replay::Mismatch`).
+    #[error("{message}")]
+    ReplayMismatch { message: String, details: Value },
 }
 
 impl ModelError {
@@ -74,8 +79,25 @@ impl ModelError {
         ModelError::Http { status, message, body: body.chars().take(BODY_IN_DETAILS).collect() }
     }
 
-    /// `connect`, `timeout`, `http`, `stream`, `protocol` or `client`: the
-    /// `details.kind` of the error.
+    /// The error a cassette recorded as `End::Error { kind, message }`.
+    pub fn recorded(kind: &str, message: &str) -> ModelError {
+        let message = message.to_owned();
+        match kind {
+            "connect" | "connect_final" => ModelError::Connect(message),
+            "timeout" => ModelError::Timeout(message),
+            "protocol" => ModelError::BadChunk(message),
+            "client" => ModelError::Client(message),
+            _ => ModelError::Stream(message),
+        }
+    }
+
+    /// How a cassette records this error as the end of an exchange.
+    pub fn as_end(&self) -> crate::cassette::End {
+        crate::cassette::End::Error { kind: self.kind().to_owned(), message: self.to_string() }
+    }
+
+    /// `connect`, `timeout`, `http`, `stream`, `protocol`, `client` or
+    /// `replay`: the `details.kind` of the error.
     pub fn kind(&self) -> &'static str {
         match self {
             ModelError::Connect(_) => "connect",
@@ -84,6 +106,7 @@ impl ModelError {
             ModelError::Stream(_) | ModelError::Remote { .. } => "stream",
             ModelError::BadChunk(_) | ModelError::BadToolIndex(_) => "protocol",
             ModelError::Client(_) => "client",
+            ModelError::ReplayMismatch { .. } => "replay",
         }
     }
 
@@ -102,7 +125,7 @@ impl ModelError {
             ModelError::Connect(_) | ModelError::Timeout(_) | ModelError::Stream(_) | ModelError::BadChunk(_) => true,
             ModelError::Http { status, .. } => retryable_status(*status),
             ModelError::Remote { status, .. } => status.is_none_or(retryable_status),
-            ModelError::BadToolIndex(_) | ModelError::Client(_) => false,
+            ModelError::BadToolIndex(_) | ModelError::Client(_) | ModelError::ReplayMismatch { .. } => false,
         }
     }
 
@@ -148,9 +171,13 @@ impl ModelError {
         digits.parse().ok()
     }
 
-    /// The protocol error code: always `provider_error`.
+    /// The protocol error code: `replay_mismatch` for a replay mismatch,
+    /// else `provider_error`.
     pub fn code(&self) -> ErrorCode {
-        ErrorCode::ProviderError
+        match self {
+            ModelError::ReplayMismatch { .. } => ErrorCode::ReplayMismatch,
+            _ => ErrorCode::ProviderError,
+        }
     }
 
     /// The `details` object of the error event and envelope:
@@ -159,6 +186,7 @@ impl ModelError {
     pub fn details(&self) -> Value {
         match self {
             ModelError::Http { body, .. } => json!({ "status": self.status(), "kind": self.kind(), "body": body }),
+            ModelError::ReplayMismatch { details, .. } => details.clone(),
             _ => json!({ "status": self.status(), "kind": self.kind() }),
         }
     }

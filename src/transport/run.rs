@@ -23,11 +23,16 @@ pub const EXIT_OTHER: i32 = 4;
 /// Cancelled by SIGINT or SIGTERM (128 + SIGINT).
 pub const EXIT_CANCELLED: i32 = 130;
 
-/// Runs `prompt` once with `config`; returns the exit code.
+/// Runs `prompt` once with `config`; returns the exit code. `cassette`
+/// overrides `PIRN_RECORD`/`PIRN_REPLAY` (`--record`, `--replay`).
 #[allow(clippy::print_stderr)]
-pub async fn run(config: InitConfig, prompt: String, format: Format) -> i32 {
+pub async fn run(config: InitConfig, prompt: String, format: Format, cassette: CassetteFlags) -> i32 {
     let w = writer::spawn(std::io::stdout(), format);
-    let env = Environment::from_process();
+    let mut env = Environment::from_process();
+    if cassette.record.is_some() || cassette.replay.is_some() {
+        env.record = cassette.record;
+        env.replay = cassette.replay;
+    }
     // pirn's own command speaks the newest protocol: its JSONL carries
     // `stop_reason`, `is_error` and the other 0.3.0 fields.
     let session = match Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), w.outbox.clone()) {
@@ -64,6 +69,13 @@ pub async fn run(config: InitConfig, prompt: String, format: Format) -> i32 {
         }
         None => EXIT_OTHER,
     }
+}
+
+/// `pirn run --record FILE` / `--replay FILE`.
+#[derive(Debug, Default)]
+pub struct CassetteFlags {
+    pub record: Option<std::path::PathBuf>,
+    pub replay: Option<std::path::PathBuf>,
 }
 
 /// Exit code of a send's result (see the constants).

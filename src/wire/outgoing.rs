@@ -337,4 +337,6 @@ pub enum ErrorCode {
     InternalError,
     /// One message alone is larger than the model's context window.
     ContextOverflow,
+    /// Replay (`PIRN_REPLAY`): the model request is not the recorded one.
+    ReplayMismatch,
 }

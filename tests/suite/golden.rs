@@ -5,9 +5,11 @@
 //! lines written to pirn, plus harness directives starting with `_`),
 //! optional `env.json` and `files/` (copied into the workspace),
 //! `expected.jsonl` (pirn's stdout) and `requests.json` (what pirn sent the
-//! model). Only fields that cannot be deterministic are normalised:
-//! session ids, latencies, heartbeat durations, the mock's port and the
-//! workspace path.
+//! model), and `cassette.jsonl` (pirn's own recording of the model
+//! exchanges, which `pirn conform` replays). Only fields that cannot be
+//! deterministic are normalised (`pirn::transcript::Normalizer`, heartbeats
+//! kept): session ids, latencies, heartbeat durations, the mock's port and
+//! the workspace path.
 //! `UPDATE_GOLDEN=1 cargo test golden` rewrites the expected files;
 //! `UPDATE_SCHEMAS=1 cargo test schemas` rewrites the schemas from the Rust
 //! types.
@@ -16,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use pirn::cassette::normalize::without_workspace;
+use pirn::transcript::Normalizer;
 
 use super::mock::{MockServer, Reply};
 use super::worker::Worker;
@@ -46,25 +51,6 @@ fn contains(line: &Value, want: &Value) -> bool {
     }
 }
 
-fn normalize(v: &mut Value, workspace: &str) {
-    match v {
-        Value::Object(map) => {
-            for (k, val) in map.iter_mut() {
-                match (k.as_str(), &*val) {
-                    ("session_id", Value::String(s)) if !s.is_empty() => *val = json!("<session_id>"),
-                    // host:port of the mock, whose port is ephemeral
-                    ("provider", Value::String(_)) => *val = json!("<provider>"),
-                    (k, Value::Number(_)) if k.ends_with("_latency_ms") || k == "duration_ms" => *val = json!(0),
-                    _ => normalize(val, workspace),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|i| normalize(i, workspace)),
-        Value::String(s) if !workspace.is_empty() && s.contains(workspace) => *s = s.replace(workspace, "$WORKSPACE"),
-        _ => {}
-    }
-}
-
 fn copy_dir(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -78,8 +64,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Runs one case; returns (stdout lines, model requests), both normalised.
-async fn run_case(dir: &Path) -> (Vec<Value>, Value) {
+/// Runs one case; returns its stdout and model requests, both normalised,
+/// and the cassette pirn recorded (workspace path as `$WORKSPACE`).
+async fn run_case(dir: &Path) -> (Vec<String>, Value, String) {
     let script: Vec<Reply> = serde_json::from_str(&std::fs::read_to_string(dir.join("script.json")).unwrap()).unwrap();
     let env: Vec<(String, String)> = std::fs::read_to_string(dir.join("env.json"))
         .ok()
@@ -88,7 +75,12 @@ async fn run_case(dir: &Path) -> (Vec<Value>, Value) {
         .into_iter()
         .map(|(k, v)| (k, v.as_str().unwrap().to_owned()))
         .collect();
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    // Every case is recorded, so that `pirn conform` can replay it.
+    let tape_dir = tempfile::tempdir().unwrap();
+    let tape = tape_dir.path().join("cassette.jsonl");
+    let mut env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let tape_text = tape.display().to_string();
+    env_refs.push(("PIRN_RECORD", &tape_text));
     let mock = MockServer::start(script).await;
     let mut w = Worker::spawn(&mock.base_url(), &env_refs).await;
     if dir.join("files").is_dir() {
@@ -121,9 +113,11 @@ async fn run_case(dir: &Path) -> (Vec<Value>, Value) {
     while w.try_next(Duration::from_secs(20)).await.is_some() {}
     assert!(w.exit_code().await.is_some());
     let ws = w.workspace.path().canonicalize().unwrap().display().to_string();
-    let mut lines = w.seen.clone();
-    lines.iter_mut().for_each(|l| normalize(l, &ws));
-    let mut requests: Vec<Value> = mock
+    let raw: String = w.seen.iter().map(|l| format!("{l}\n")).collect();
+    let lines =
+        Normalizer { workspaces: vec![ws.clone()], keep_heartbeats: true, ..Normalizer::default() }.normalize(&raw);
+    let cassette = std::fs::read_to_string(&tape).unwrap_or_default().replace(&ws, "$WORKSPACE");
+    let requests: Vec<Value> = mock
         .requests()
         .into_iter()
         .map(|r| {
@@ -134,8 +128,8 @@ async fn run_case(dir: &Path) -> (Vec<Value>, Value) {
             json!({"model": r.body["model"], "messages": r.body["messages"], "tools": tools})
         })
         .collect();
-    requests.iter_mut().for_each(|r| normalize(r, &ws));
-    (lines, Value::Array(requests))
+    let requests: Vec<Value> = requests.iter().map(|r| without_workspace(r, Some(&ws))).collect();
+    (lines, Value::Array(requests), cassette)
 }
 
 #[tokio::test]
@@ -146,17 +140,18 @@ async fn golden_transcripts() {
     let mut failures = Vec::new();
     for dir in all {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let (lines, requests) = run_case(&dir).await;
+        let (lines, requests, cassette) = run_case(&dir).await;
         let got: String = lines.iter().map(|l| format!("{l}\n")).collect();
         let got_requests = serde_json::to_string_pretty(&requests).unwrap() + "\n";
         if update {
             std::fs::write(dir.join("expected.jsonl"), &got).unwrap();
             std::fs::write(dir.join("requests.json"), &got_requests).unwrap();
+            std::fs::write(dir.join("cassette.jsonl"), &cassette).unwrap();
             continue;
         }
         let want = std::fs::read_to_string(dir.join("expected.jsonl")).unwrap_or_default();
         let want_requests = std::fs::read_to_string(dir.join("requests.json")).unwrap_or_default();
-        let want_lines: Vec<Value> = want.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let want_lines: Vec<String> = want.lines().map(str::to_owned).collect();
         if want_lines != lines {
             failures.push(format!("{name}: stdout differs\n--- expected\n{want}--- got\n{got}"));
         }
@@ -192,6 +187,7 @@ fn schemas_match_the_rust_types() {
     let generated = [
         ("request.schema.json", serde_json::to_value(schemars::schema_for!(pirn::wire::Request)).unwrap()),
         ("response.schema.json", serde_json::to_value(schemars::schema_for!(pirn::wire::OutgoingMessage)).unwrap()),
+        ("cassette.schema.json", serde_json::to_value(schemars::schema_for!(pirn::cassette::Exchange)).unwrap()),
     ];
     for (name, schema) in generated {
         if std::env::var("UPDATE_SCHEMAS").is_ok() {
@@ -225,8 +221,15 @@ fn schemas_cover_every_message_and_event() {
 async fn golden_lines_validate_against_the_schemas() {
     let responses = jsonschema::validator_for(&committed_schema("response.schema.json")).unwrap();
     let requests = jsonschema::validator_for(&committed_schema("request.schema.json")).unwrap();
+    let exchanges = jsonschema::validator_for(&committed_schema("cassette.schema.json")).unwrap();
     let mut checked = 0;
     for dir in cases() {
+        for line in std::fs::read_to_string(dir.join("cassette.jsonl")).unwrap_or_default().lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let errors: Vec<String> = exchanges.iter_errors(&v).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{}: cassette line fails the schema: {errors:?}", dir.display());
+            checked += 1;
+        }
         for line in std::fs::read_to_string(dir.join("expected.jsonl")).unwrap().lines() {
             let v: Value = serde_json::from_str(line).unwrap();
             let errors: Vec<String> = responses.iter_errors(&v).map(|e| e.to_string()).collect();

@@ -6,6 +6,7 @@ mod worker;
 
 mod approval;
 mod cancel;
+mod cassette;
 mod context;
 mod errors;
 mod faults;
