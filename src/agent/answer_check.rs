@@ -16,8 +16,8 @@
 //! - [`Check::UnmadeChange`]: the request asks for a change (a change verb,
 //!   not a question) and no `write_file`, `edit_file` or `bash` call
 //!   succeeded;
-//! - [`Check::NotRun`]: the request says "run" or "execute" and no `bash`
-//!   call ran;
+//! - [`Check::NotRun`]: a sentence of the request starts with "run" or
+//!   "execute" (a command, not the noun) and no `bash` call ran;
 //! - [`Check::MissingPath`]: the answer names a file (a path with a source or
 //!   data extension) that exists nowhere in the workspace and that the
 //!   request did not name.
@@ -113,11 +113,7 @@ impl Progress {
                  succeeded in this task). Call write_file or edit_file now to make the change."
                     .to_owned(),
             )
-        } else if !self.ran
-            && enabled("bash")
-            && words.iter().any(|w| w == "run" || w == "execute")
-            && !self.fired.contains(&Check::NotRun)
-        {
+        } else if !self.ran && enabled("bash") && asks_to_run(request) && !self.fired.contains(&Check::NotRun) {
             let command = match quoted_command(request) {
                 Some(c) => format!("Call bash with the command {c:?}"),
                 None => "Run it with bash".to_owned(),
@@ -153,6 +149,19 @@ impl Progress {
 /// Lower-case words of `text` (letters, digits and `_`; `create_file` is one word).
 fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// "run" or "execute" as a command: the first word of a sentence or of the
+/// request, possibly after "please", "now", "then", "and" or "first"
+/// ("Run `make test` and …", "… Then run it."), not a noun ("the exit code
+/// of `pirn run`").
+fn asks_to_run(request: &str) -> bool {
+    const LEAD: &[&str] = &["please", "now", "then", "and", "first", "also"];
+    request.split(['.', '!', '?', ';', '\n', ':']).any(|sentence| {
+        let w = words(sentence);
+        let verb = w.iter().position(|x| !LEAD.contains(&x.as_str()));
+        verb.is_some_and(|i| w[i] == "run" || w[i] == "execute")
+    })
 }
 
 /// The first `` `…` `` span of the request (the command a user quotes).
@@ -259,6 +268,9 @@ mod tests {
                 .unwrap()
                 .contains("the command \"python3 compute.py\"")
         );
+        let noun = "What is EXIT_CANCELLED (the exit code of `pirn run` when cancelled)? Read src/run.rs.";
+        assert_eq!(Progress::default().review(noun, "It is 130.", &all_tools(), dir.path()), None);
+        assert!(Progress::default().review("Please run the tests.", "They pass.", &all_tools(), dir.path()).is_some());
         let mut p = Progress::default();
         p.record("bash", "Error: exit code 1\nTraceback …");
         assert_eq!(p.review(req, "It fails.", &all_tools(), dir.path()), None);

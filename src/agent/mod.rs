@@ -3,8 +3,8 @@
 //! limit stops it.
 //!
 //! Owns: iteration counting and the `max_iterations` limit, loop detection
-//! ([`loop_guard`]; the first loop gets one last request without tools for a
-//! plain answer, a second ends the send), the [`answer_check`]s, the per-send statistics that end up in the result, and
+//! ([`loop_guard`]; the first loop gets one last request with `tool_choice:
+//! "none"` for a plain answer, a second ends the send), the [`answer_check`]s, the per-send statistics that end up in the result, and
 //! the line between errors the model sees (tool failures, bad arguments,
 //! unknown tools: they become tool results, see [`tool_call`]) and fatal
 //! ones (provider errors, limits: they end the send).
@@ -109,6 +109,11 @@ struct ChatRequest<'a> {
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "<[Value]>::is_empty")]
     tools: &'a [Value],
+    /// `"none"` for the wrap-up request after a loop: the tools stay in the
+    /// request (a history with tool calls needs them at some providers) but
+    /// may not be called.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     max_tokens: u32,
@@ -129,6 +134,9 @@ pub async fn run(
     message: &str,
     cancel: CancellationToken,
 ) -> Outcome {
+    // The listing joins the system prompt at the first send (a small model
+    // follows it there better than after the request; the price is that a
+    // server's prompt cache cannot reuse the system prompt across workspaces).
     if config.workspace_listing && conv.is_fresh() {
         let root = config.workspace.clone();
         match tokio::task::spawn_blocking(move || context::workspace::listing(&root)).await {
@@ -149,7 +157,7 @@ pub async fn run(
     let mut previous: Vec<(String, String)> = Vec::new();
     let mut progress = answer_check::Progress::default();
     let checks = config.answer_checks && config.policy.mode != ApprovalMode::Plan;
-    // After a loop: the next request offers no tools and its answer is final.
+    // After a loop: the next request forbids tool calls and its answer is final.
     let mut wrap_up = false;
     loop {
         if stats.iterations >= config.max_iterations {
@@ -176,7 +184,8 @@ pub async fn run(
             messages: conv.messages(),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
-            tools: if wrap_up { &[] } else { config.tool_specs() },
+            tools: config.tool_specs(),
+            tool_choice: (wrap_up && !config.tool_specs().is_empty()).then_some("none"),
             temperature: config.temperature,
             max_tokens: context::answer_room(window, prompt, config.max_tokens),
         }) {
@@ -236,8 +245,9 @@ pub async fn run(
         // still send some): that is the loop going on.
         if wrap_up || guard.is_loop(&turn.run, turn.most_copies) {
             if !wrap_up {
-                // One last request without tools: a model that repeats a
-                // call has usually done the work and only needs to say so.
+                // One last request with tool_choice "none": a model that
+                // repeats a call has usually done the work and only needs
+                // to say so.
                 wrap_up = true;
                 for call in &turn.run {
                     conv.push_tool_result(&call.id, REPEAT_NOT_RUN.to_owned());
@@ -278,7 +288,7 @@ pub async fn run(
 
 /// The result of each call of an answer that made a loop.
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
-/// What the model is told after a loop, before its last, tool-less request.
+/// What the model is told after a loop, before its last request (tool_choice "none").
 const WRAP_UP: &str = "[pirn] Stop: you keep making the same tool call, and its result will not change. No more \
      tool calls: reply in plain text, without any JSON block, with what you did and what you found.";
 

@@ -93,8 +93,9 @@ pub struct InitConfig {
     /// are answered "not run" to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls_per_turn: Option<u32>,
-    /// Add the workspace's path and file list (at most 60 paths) to the
-    /// system prompt at the first send (default true).
+    /// Append the workspace's path and files (at most 60; else its top
+    /// level and file count) to the system prompt at the first send
+    /// (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_listing: Option<bool>,
     /// Before an answer is accepted, check it against what the send did and

@@ -142,18 +142,19 @@ async fn max_iterations_ends_the_send() {
 }
 
 #[tokio::test]
-async fn three_identical_iterations_get_one_last_request_without_tools() {
+async fn three_identical_iterations_get_one_last_request_that_forbids_tools() {
     let same = || Reply::tool("grep", json!({"pattern": "x", "path": "."}));
     let (events, r, mock) = one_send(vec![same(), same(), same(), Reply::text(&["found nothing"])], json!({})).await;
     assert_eq!(r["response"], "found nothing", "{r}");
     assert_eq!(r["iterations"], 4);
     // The first call runs; the repeat is answered "not run again" with the
     // earlier result; the third makes a loop: its call is answered "not
-    // run", the model is told to answer, and that request offers no tools.
+    // run", the model is told to answer, and that request forbids tool calls.
     assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "repeats are not run");
     let requests = mock.requests();
     let last = &requests.last().unwrap().body;
-    assert!(last.get("tools").is_none(), "the wrap-up request offers no tools");
+    assert_eq!(last["tool_choice"], "none", "the wrap-up request forbids tool calls");
+    assert!(last["tools"].is_array(), "the tools stay for the history's sake");
     let messages = last["messages"].as_array().unwrap();
     let nudge = messages.last().unwrap();
     assert_eq!(nudge["role"], "user");
@@ -161,7 +162,7 @@ async fn three_identical_iterations_get_one_last_request_without_tools() {
         nudge["content"].as_str().unwrap().starts_with("[pirn] Stop: you keep making the same tool call"),
         "{nudge}"
     );
-    assert!(requests[2].body.get("tools").is_some());
+    assert!(requests[2].body.get("tool_choice").is_none());
 }
 
 #[tokio::test]
