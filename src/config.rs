@@ -327,8 +327,18 @@ impl SessionConfig {
         if let Some(w) = self.context_window {
             return Some(w);
         }
-        let probed =
-            *self.probed_window.get_or_init(|| crate::context::probe::probe_window(&self.endpoint, &self.model)).await;
+        self.probed_window.get_or_init(|| crate::context::probe::probe_window(&self.endpoint, &self.model)).await;
+        self.window_known(learned)
+    }
+
+    /// The context window as far as known without asking the server:
+    /// configured, else the smaller of the learned one and an earlier
+    /// probe's answer.
+    pub fn window_known(&self, learned: Option<u32>) -> Option<u32> {
+        if let Some(w) = self.context_window {
+            return Some(w);
+        }
+        let probed = self.probed_window.get().copied().flatten();
         match (learned, probed) {
             (Some(l), Some(p)) => Some(l.min(p)),
             (l, p) => l.or(p),

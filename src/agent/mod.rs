@@ -145,11 +145,8 @@ pub async fn run(
         }
     }
     conv.push_user(message);
-    let window = config.window(conv.budget.learned_window).await;
     let mut tool_cx = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), cancel);
-    tool_cx.result_cap = context::tool_result_cap(window, tools::MAX_RESULT_BYTES);
     tool_cx.read_files = Some(conv.read_files.clone());
-    let cx = CallContext { config, permissions, emit, tools: &tool_cx };
     let mut guard = LoopGuard::default();
     // One retry after the server said the request does not fit.
     let mut context_retry = false;
@@ -170,7 +167,15 @@ pub async fn run(
             );
             return fail(emit, error, None, None).await;
         }
-        let window = config.window(conv.budget.learned_window).await;
+        // A first request small enough for any window goes out without
+        // asking the server for its window (no request the task does not
+        // need: a test mock that counts requests sees the chat call first);
+        // the probe runs before the first tool result is sized.
+        let window = if stats.iterations == 0 && fit::estimate(config, conv) < PROBE_FROM_TOKENS {
+            config.window_known(conv.budget.learned_window)
+        } else {
+            config.window(conv.budget.learned_window).await
+        };
         if let Some(w) = window
             && let Err(error) = fit::fit(config, conv, stats, emit, w).await
         {
@@ -261,6 +266,9 @@ pub async fn run(
             );
             return fail(emit, error, None, None).await;
         }
+        tool_cx.result_cap =
+            context::tool_result_cap(config.window(conv.budget.learned_window).await, tools::MAX_RESULT_BYTES);
+        let cx = CallContext { config, permissions, emit, tools: &tool_cx };
         let last = turn.run.len().saturating_sub(1);
         let mut results = Vec::with_capacity(turn.run.len());
         for (i, call) in turn.run.iter().enumerate() {
@@ -285,6 +293,10 @@ pub async fn run(
         previous = results;
     }
 }
+
+/// Estimated prompt tokens under which a session's first request goes out
+/// before the window probe: every model pirn can drive has a larger window.
+pub const PROBE_FROM_TOKENS: u64 = 2048;
 
 /// The result of each call of an answer that made a loop.
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";

@@ -180,3 +180,31 @@ fn conform_passes_pirn_on_its_fixtures_and_fails_a_worker_that_drops_an_event() 
     assert!(text.contains("FAIL tool_round_trip") && text.contains("-{"), "{text}");
     assert!(text.contains("PASS text_answer") && text.contains("PASS provider_error"), "{text}");
 }
+
+/// A small first request goes out before the window probe (a mock that
+/// counts requests, like heddle's tests, sees the chat call first); the
+/// probe runs before the first tool result is sized.
+#[tokio::test]
+async fn the_window_probe_waits_for_the_first_tool_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let tape = dir.path().join("tape.jsonl");
+    let mock =
+        MockServer::start(vec![Reply::tool("bash", json!({"command": "echo hi"})), Reply::text(&["done"])]).await;
+    let envs = [("PIRN_RECORD", tape.to_str().unwrap())];
+    let (mut w, _) = Worker::ready(&mock.base_url(), &envs, json!({"tools": ["bash"]})).await;
+    w.write(json!({"type":"send","id":"s","message":"Say hi with bash."})).await;
+    assert_eq!(w.result_for("s").await.1["response"], "done");
+    let order: Vec<String> = std::fs::read_to_string(&tape)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            format!("{} {}", e["method"].as_str().unwrap(), e["path"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        order,
+        ["POST /v1/chat/completions", "GET /props", "GET /v1/models", "POST /v1/chat/completions"],
+        "{order:?}"
+    );
+}
