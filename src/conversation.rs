@@ -37,6 +37,11 @@ pub struct Conversation {
 /// Bytes a message costs beyond its text (role, ids, JSON punctuation).
 const MESSAGE_OVERHEAD: usize = 16;
 
+/// How a note of pirn's own to the model starts ([`Conversation::push_note`]):
+/// a user message that is not a request (a chat template can tell them
+/// apart; the demo's does).
+pub const NOTE_MARK: &str = "[pirn] ";
+
 /// Marks a tool result replaced by [`Conversation::prune_tool_results`].
 pub const PRUNED_MARK: &str = "[pruned: ";
 
@@ -72,9 +77,16 @@ impl Conversation {
         self.sizes.get(index).copied().unwrap_or(0)
     }
 
-    /// Index of the last user message, if any.
-    pub fn last_user(&self) -> Option<usize> {
-        self.messages.iter().rposition(|m| matches!(m, ChatCompletionRequestMessage::User(_)))
+    /// Index of the last user message that is a request (not a
+    /// [`NOTE_MARK`] note), if any.
+    pub fn last_request(&self) -> Option<usize> {
+        self.messages.iter().rposition(|m| match m {
+            ChatCompletionRequestMessage::User(u) => match &u.content {
+                ChatCompletionRequestUserMessageContent::Text(t) => !t.starts_with(NOTE_MARK),
+                _ => true,
+            },
+            _ => false,
+        })
     }
 
     /// Index from which the last `turns` model answers (assistant messages,
@@ -139,7 +151,7 @@ impl Conversation {
     pub fn compact(&mut self, keep_from: usize, summary: &str) {
         let keep_from = keep_from.min(self.messages.len());
         let system = matches!(self.messages.first(), Some(ChatCompletionRequestMessage::System(_)));
-        let current = self.last_user().filter(|&u| u < keep_from).map(|u| self.text_of(u));
+        let current = self.last_request().filter(|&u| u < keep_from).map(|u| self.text_of(u));
         let mut text = format!("[Summary of the earlier conversation, written to save context]\n{}", summary.trim());
         if let Some(request) = current {
             text.push_str("\n\n[The request being worked on]\n");
@@ -245,9 +257,9 @@ impl Conversation {
         }
     }
 
-    /// True before the first user message.
+    /// True before the first request.
     pub fn is_fresh(&self) -> bool {
-        self.last_user().is_none()
+        self.last_request().is_none()
     }
 
     /// Appends the user's message.
@@ -256,6 +268,12 @@ impl Conversation {
             content: ChatCompletionRequestUserMessageContent::Text(text.to_owned()),
             name: None,
         }));
+    }
+
+    /// Appends a note of pirn's own to the model: a user message starting
+    /// with [`NOTE_MARK`].
+    pub fn push_note(&mut self, text: &str) {
+        self.push_user(&format!("{NOTE_MARK}{text}"));
     }
 
     /// Appends the model's answer: its text and the tool calls it asked for.
@@ -408,4 +426,22 @@ mod tests {
         assert_eq!(c.len(), 2 + 4);
         assert_eq!(c.bytes(), (0..c.len()).map(|i| c.bytes_of(i)).sum::<usize>());
     }
+
+    #[test]
+    fn notes_are_not_requests() {
+        let mut c = Conversation::new("sys", Arc::new(AtomicU64::new(0)));
+        assert!(c.is_fresh());
+        c.push_user("fix the bug");
+        let call = ToolCall { id: "c0".into(), name: "read_file".into(), arguments: "{}".into() };
+        c.push_assistant("", std::slice::from_ref(&call));
+        c.push_tool_result(&call.id, "x".into());
+        c.push_assistant("fixed", &[]);
+        c.push_note("That is not true yet");
+        assert!(c.text_of(5).starts_with(NOTE_MARK));
+        assert_eq!(c.last_request(), Some(1));
+        c.push_assistant("done", &[]);
+        c.compact(6, "looked at it");
+        assert!(c.text_of(1).contains("[The request being worked on]\nfix the bug"), "{}", c.text_of(1));
+    }
+
 }

@@ -8,8 +8,8 @@
 //! Each check below looks only at facts pirn has (the request's words, the
 //! tool calls that succeeded, the files on disk); when one fails, the model
 //! gets one short user message saying what is wrong and the loop goes on.
-//! Each such message starts with [`MARK`], so a chat template can tell it
-//! from a new request (the demo's does). Every check fires at most once per send, so a model that insists still
+//! The message goes to the model as a note (`Conversation::push_note`), so a
+//! chat template can tell it from a new request. Every check fires at most once per send, so a model that insists still
 //! ends the send, with its own answer.
 //!
 //! The checks, in order:
@@ -34,9 +34,6 @@ pub enum Check {
     NotRun,
     MissingPath,
 }
-
-/// How every message of a check starts.
-pub const MARK: &str = "[pirn] ";
 
 /// Verbs that make a request a change request.
 const CHANGE_VERBS: &[&str] = &[
@@ -142,7 +139,7 @@ impl Progress {
         };
         self.fired.insert(check);
         tracing::info!(?check, "the answer was sent back to the model");
-        Some(format!("{MARK}{message}"))
+        Some(message)
     }
 }
 
@@ -237,7 +234,7 @@ mod tests {
         let mut p = Progress::default();
         let req = "Create a file named hello.txt containing Hello";
         let first = p.review(req, "hello.txt has been created.", &all_tools(), dir.path());
-        assert!(first.unwrap().starts_with("[pirn] That is not true yet"));
+        assert!(first.unwrap().starts_with("That is not true yet"));
         assert_eq!(p.review(req, "Done.", &all_tools(), dir.path()), None, "once per send");
 
         let mut p = Progress::default();

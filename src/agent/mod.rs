@@ -4,7 +4,8 @@
 //!
 //! Owns: iteration counting and the `max_iterations` limit, loop detection
 //! ([`loop_guard`]; the first loop gets one last request with `tool_choice:
-//! "none"` for a plain answer, a second ends the send), the [`answer_check`]s, the per-send statistics that end up in the result, and
+//! "none"` for a plain answer, a second ends the send), the
+//! [`answer_check`]s, the per-send statistics that end up in the result, and
 //! the line between errors the model sees (tool failures, bad arguments,
 //! unknown tools: they become tool results, see [`tool_call`]) and fatal
 //! ones (provider errors, limits: they end the send).
@@ -237,7 +238,7 @@ pub async fn run(
                 && !wrap_up
                 && let Some(nudge) = progress.review(message, &completion.text, &config.tools, &config.workspace)
             {
-                conv.push_user(&nudge);
+                conv.push_note(&nudge);
                 previous.clear();
                 continue;
             }
@@ -257,7 +258,7 @@ pub async fn run(
                 for call in &turn.run {
                     conv.push_tool_result(&call.id, REPEAT_NOT_RUN.to_owned());
                 }
-                conv.push_user(WRAP_UP);
+                conv.push_note(WRAP_UP);
                 continue;
             }
             let error = ErrorEnvelope::new(
@@ -274,11 +275,9 @@ pub async fn run(
         for (i, call) in turn.run.iter().enumerate() {
             let note = if i == last { turn.note.as_deref() } else { None };
             let signature = loop_guard::call_signature(call);
-            // A refused rewrite asked for again is the model's confirmation.
-            let confirmed = |earlier: &str| {
-                earlier.strip_prefix("Error: ").is_some_and(|e| e.starts_with(tools::write_file::DROP_REFUSAL))
-            };
-            match previous.iter().find(|(s, earlier)| *s == signature && !confirmed(earlier)) {
+            // A refused rewrite asked for again is the model's confirmation:
+            // it runs, where any other repeat is answered with its result.
+            match previous.iter().find(|(s, earlier)| *s == signature && !tools::write_file::is_drop_refusal(earlier)) {
                 Some((_, earlier)) => {
                     tool_call::repeat(conv, call, earlier);
                     results.push((signature, earlier.clone()));
@@ -301,7 +300,7 @@ pub const PROBE_FROM_TOKENS: u64 = 2048;
 /// The result of each call of an answer that made a loop.
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
 /// What the model is told after a loop, before its last request (tool_choice "none").
-const WRAP_UP: &str = "[pirn] Stop: you keep making the same tool call, and its result will not change. No more \
+const WRAP_UP: &str = "Stop: you keep making the same tool call, and its result will not change. No more \
      tool calls: reply in plain text, without any JSON block, with what you did and what you found.";
 
 /// A manual compaction: summarises everything before the last

@@ -88,11 +88,37 @@ impl Player {
     /// The next recorded POST, if `request` (sent from `workspace`) is the
     /// request recorded there. A mismatch does not use the exchange up.
     pub fn next_post(&self, request: &Value, workspace: &str) -> Result<Exchange, Mismatch> {
+        self.take_post(|recorded| {
+            let want = without_workspace(&recorded.request, recorded.workspace.as_deref());
+            let got = without_workspace(request, Some(workspace));
+            let mut details = first_difference(&want, &got)?;
+            details["exchange"] = json!(recorded.seq);
+            Some(Mismatch {
+                message: format!(
+                    "replay: the request differs from exchange {} of {} at {}",
+                    recorded.seq,
+                    self.path.display(),
+                    details["path"].as_str().unwrap_or("")
+                ),
+                details,
+            })
+        })
+    }
+
+    /// The next recorded POST, whatever the request (the conformance
+    /// runner serving another implementation, whose requests differ).
+    pub fn next_post_unchecked(&self) -> Result<Exchange, Mismatch> {
+        self.take_post(|_| None)
+    }
+
+    /// Takes the next recorded POST unless `mismatch` finds fault with it;
+    /// past the last one, the "no more model calls" mismatch.
+    fn take_post(&self, mismatch: impl FnOnce(&Exchange) -> Option<Mismatch>) -> Result<Exchange, Mismatch> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let posts = self.exchanges.iter().filter(|e| e.method == Method::Post).count();
         let Some((at, recorded)) =
             self.exchanges.iter().enumerate().skip(state.0).find(|(_, e)| e.method == Method::Post)
         else {
+            let posts = self.exchanges.iter().filter(|e| e.method == Method::Post).count();
             return Err(Mismatch {
                 message: format!(
                     "replay: the cassette {} has no more model calls ({posts} recorded); this request was not recorded",
@@ -101,39 +127,11 @@ impl Player {
                 details: json!({"exchange": null, "recorded_calls": posts}),
             });
         };
-        let want = without_workspace(&recorded.request, recorded.workspace.as_deref());
-        let got = without_workspace(request, Some(workspace));
-        if let Some(diff) = first_difference(&want, &got) {
-            let mut details = diff;
-            details["exchange"] = json!(recorded.seq);
-            return Err(Mismatch {
-                message: format!(
-                    "replay: the request differs from exchange {} of {} at {}",
-                    recorded.seq,
-                    self.path.display(),
-                    details["path"].as_str().unwrap_or("")
-                ),
-                details,
-            });
+        if let Some(m) = mismatch(recorded) {
+            return Err(m);
         }
         state.0 = at + 1;
         Ok(recorded.clone())
-    }
-
-    /// The next recorded POST, whatever the request (the conformance
-    /// runner serving another implementation, whose requests differ).
-    pub fn next_post_unchecked(&self) -> Result<Exchange, Mismatch> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        match self.exchanges.iter().enumerate().skip(state.0).find(|(_, e)| e.method == Method::Post) {
-            Some((at, e)) => {
-                state.0 = at + 1;
-                Ok(e.clone())
-            }
-            None => Err(Mismatch {
-                message: format!("replay: the cassette {} has no more model calls", self.path.display()),
-                details: json!({"exchange": null}),
-            }),
-        }
     }
 
     /// The first unserved recorded GET whose path ends like `path`'s last

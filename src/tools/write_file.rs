@@ -32,7 +32,7 @@ pub struct Args {
 pub const MOSTLY_DROPPED: usize = 50;
 /// Non-blank lines a file needs before [`MOSTLY_DROPPED`] applies.
 pub const GUARDED_LINES: usize = 4;
-/// How the refusal starts (the agent loop lets the next identical call run).
+/// How the refusal starts (see [`is_drop_refusal`]).
 pub const DROP_REFUSAL: &str = "not written: ";
 
 /// What the model is told the tool does.
@@ -62,6 +62,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         )),
         Err(e) => failed(format!("{shown}: write failed: {e}")),
     }
+}
+
+/// True when `result` (a tool result as the model read it) is this
+/// tool's refusal of a rewrite that drops most of a file: the same call
+/// asked for again must run, not be answered as a repeat.
+pub fn is_drop_refusal(result: &str) -> bool {
+    result.strip_prefix("Error: ").is_some_and(|e| e.starts_with(DROP_REFUSAL))
 }
 
 /// The refusal of a rewrite that would drop most of an existing file's
