@@ -443,5 +443,4 @@ mod tests {
         c.compact(6, "looked at it");
         assert!(c.text_of(1).contains("[The request being worked on]\nfix the bug"), "{}", c.text_of(1));
     }
-
 }
