@@ -70,6 +70,10 @@ pub struct Environment {
     pub replay: Option<PathBuf>,
     /// `PIRN_REPLAY_TIMING`: `instant` (default) or `recorded`.
     pub replay_timing: Option<String>,
+    /// Where sessions are logged (`PIRN_STORE`, `PIRN_HOME`, `PIRN_PERSIST`,
+    /// `PIRN_TENANT`); opened by the transport ([`crate::store::Store::from_env`]),
+    /// `None` when persistence is off.
+    pub store: Option<crate::store::Store>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -113,6 +117,7 @@ impl Environment {
             record: var("PIRN_RECORD").map(PathBuf::from),
             replay: var("PIRN_REPLAY").map(PathBuf::from),
             replay_timing: var("PIRN_REPLAY_TIMING"),
+            store: None,
         }
     }
 
@@ -237,6 +242,9 @@ impl SessionConfig {
         }
         if config.permission_responses == Some(true) && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("permission_responses"));
+        }
+        if config.resume_session_id.is_some() && version < ProtocolVersion::V0_3 {
+            return Err(ConfigError::NeedsV0_3("resume_session_id"));
         }
         let workspace = match &config.cwd {
             Some(dir) => PathBuf::from(dir),

@@ -6,7 +6,8 @@
 //! sends, status, cancel, one result per send) → [`agent`] (the turn loop)
 //! → [`conversation`], [`tools`], [`approval`], [`model`] (the streamed
 //! OpenAI-compatible call, which records to or replays from a [`cassette`])
-//! → [`wire`] (message types, no I/O). [`config`]
+//! → [`wire`] (message types, no I/O). A session's log goes through its
+//! [`store::Journal`] to a [`store::Store`] (files or Postgres). [`config`]
 //! is built once per session from `init.config`, an [`config::Environment`]
 //! snapshot and the transport's [`config::Limits`]. `main.rs` is the
 //! command line only.
@@ -22,6 +23,7 @@ pub mod logging;
 pub mod model;
 pub mod session;
 pub mod sse;
+pub mod store;
 pub mod tools;
 pub mod transcript;
 pub mod transport;

@@ -3,6 +3,7 @@
 //! - `pirn` — the JSONL worker on stdin/stdout (what an orchestrator spawns);
 //! - `pirn run [flags] PROMPT` — one send for scripts;
 //! - `pirn serve` — the HTTP facade;
+//! - `pirn sessions list|show|export|rm` — stored sessions;
 //! - `pirn transcript diff|normalize`, `pirn conform` — golden transcripts
 //!   for the test suites of the programs that embed pirn;
 //! - `pirn --help`, `pirn --version`.
@@ -54,6 +55,10 @@ enum Command {
     /// ids, latencies, heartbeats, workspace paths and local ports forgiven).
     #[command(subcommand)]
     Transcript(TranscriptCommand),
+    /// Stored sessions (PIRN_HOME, default ~/.pirn; or PIRN_STORE). Exit 0
+    /// done, 1 no such session, 2 the store cannot be used.
+    #[command(subcommand)]
+    Sessions(SessionsArgs),
     /// Run golden cases (input.jsonl, cassette.jsonl, files/, expected.jsonl)
     /// against a worker command; one PASS/FAIL line per case. Exit 0 when
     /// all pass, 1 when one fails, 2 when the cases cannot be run.
@@ -76,6 +81,22 @@ enum TranscriptCommand {
         #[command(flatten)]
         norm: NormalizeArgs,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum SessionsArgs {
+    /// One line per session (id, last activity, live, model, title).
+    List {
+        /// A JSON array instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The conversation of a session.
+    Show { id: String },
+    /// The session's log, one JSON entry per line.
+    Export { id: String },
+    /// Delete the session's log.
+    Rm { id: String },
 }
 
 #[derive(clap::Args, Debug, Default)]
@@ -195,6 +216,10 @@ struct RunArgs {
     /// [env: PIRN_REPLAY; pacing: PIRN_REPLAY_TIMING=instant|recorded].
     #[arg(long)]
     replay: Option<std::path::PathBuf>,
+    /// Continue this stored session (`pirn sessions list`) instead of
+    /// starting one.
+    #[arg(long)]
+    resume: Option<String>,
     /// The user message.
     prompt: String,
 }
@@ -258,6 +283,7 @@ fn main() {
                 max_iterations: Some(args.max_iterations),
                 cwd: args.cwd,
                 temperature: args.temperature,
+                resume_session_id: args.resume,
                 ..InitConfig::default()
             };
             let format = match args.format {
@@ -268,6 +294,16 @@ fn main() {
             block_on_and_exit(run::run(config, args.prompt, format, cassette), log)
         }
         Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args), log),
+        Some(Command::Sessions(cmd)) => {
+            use pirn::transport::sessions_cmd::{SessionsCommand, run};
+            let cmd = match cmd {
+                SessionsArgs::List { json } => SessionsCommand::List { json },
+                SessionsArgs::Show { id } => SessionsCommand::Show { id },
+                SessionsArgs::Export { id } => SessionsCommand::Export { id },
+                SessionsArgs::Rm { id } => SessionsCommand::Rm { id },
+            };
+            block_on_and_exit(run(cmd), log)
+        }
         Some(Command::Transcript(cmd)) => {
             let code = transcript(cmd);
             if let Some(log) = log {

@@ -129,6 +129,8 @@ pub async fn run_case(case: &Path, opts: &Options) -> Result<Option<String>, Str
         .iter()
         .map(|k| ((*k).to_owned(), server.base_url()))
         .collect();
+    // A golden run leaves no session logs behind (env.json may say otherwise).
+    env.push(("PIRN_PERSIST".to_owned(), "0".to_owned()));
     if let Ok(text) = std::fs::read_to_string(case.join("env.json")) {
         let map: serde_json::Map<String, Value> = serde_json::from_str(&text).map_err(|e| format!("env.json: {e}"))?;
         env.extend(map.into_iter().map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_owned))));

@@ -12,6 +12,7 @@
 //! and assigns `event_seq`. Nothing here does I/O but the model call and the
 //! tools, through `agent`.
 
+mod persist;
 pub mod queue;
 mod runner;
 
@@ -26,6 +27,7 @@ pub use crate::agent::{OUTBOX_CAPACITY, Outbox};
 use crate::approval::{AnswerError, PermissionBroker};
 use crate::config::{ConfigError, Environment, Limits, SessionConfig};
 use crate::conversation::Conversation;
+use crate::store::Journal;
 use crate::wire::{
     self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, ProtocolVersion, Request, SendResult,
     StatusOk, StopReason, VersionError,
@@ -42,6 +44,9 @@ pub enum OpenError {
     /// `init.config` is unusable.
     #[error("invalid init: {0}")]
     Config(#[from] ConfigError),
+    /// `resume_session_id` names a session that cannot be resumed.
+    #[error("{0}")]
+    Resume(String),
 }
 
 struct Shared {
@@ -51,6 +56,10 @@ struct Shared {
     wake: Notify,
     messages: Arc<AtomicU64>,
     permissions: PermissionBroker,
+    journal: Option<Journal>,
+    /// Sends of the previous process this session was resumed from that
+    /// never got a result.
+    interrupted: Vec<String>,
 }
 
 impl Shared {
@@ -83,9 +92,11 @@ pub struct Session {
 impl Session {
     /// Opens a session the way `init` asks: negotiates the protocol version
     /// ([`wire::negotiate`]; none named means 0.2.0), validates `config`
-    /// against `env`, and starts the runner on the current tokio runtime.
-    /// The one way every transport opens a session.
-    pub fn open(
+    /// against `env`, opens its log in `env.store` (a new one, or the stored
+    /// session `config.resume_session_id` names, see [`persist`]), and
+    /// starts the runner on the current tokio runtime. The one way every
+    /// transport opens a session.
+    pub async fn open(
         protocol_version: Option<&str>,
         config: &InitConfig,
         env: &Environment,
@@ -93,14 +104,10 @@ impl Session {
         outbox: Outbox,
     ) -> Result<Session, OpenError> {
         let version = wire::negotiate(protocol_version)?;
-        let config = SessionConfig::new(config, env, limits, version)?;
-        Ok(Session::start(config, outbox))
-    }
-
-    /// Starts the session's runner task on the current tokio runtime.
-    pub fn start(config: SessionConfig, outbox: Outbox) -> Session {
+        let init = config;
+        let mut config = SessionConfig::new(init, env, limits, version)?;
         let messages = Arc::new(AtomicU64::new(0));
-        let conv = Conversation::new(&config.system_prompt, messages.clone());
+        let opened = persist::open_log(&mut config, init, env, messages.clone()).await?;
         let shared = Arc::new(Shared {
             config: Arc::new(config),
             outbox,
@@ -108,7 +115,14 @@ impl Session {
             wake: Notify::new(),
             messages,
             permissions: PermissionBroker::default(),
+            journal: opened.journal,
+            interrupted: opened.interrupted,
         });
+        Ok(Session::start(shared, opened.conv))
+    }
+
+    /// Starts the session's runner task on the current tokio runtime.
+    fn start(shared: Arc<Shared>, conv: Conversation) -> Session {
         let stopped = CancellationToken::new();
         let guard = stopped.clone().drop_guard();
         let runner = runner::run_queue(shared.clone(), conv);
@@ -122,6 +136,13 @@ impl Session {
     /// The validated configuration.
     pub fn config(&self) -> &SessionConfig {
         &self.shared.config
+    }
+
+    /// The session's journal, when it is logged. The transport hands it to
+    /// its output writer (emitted lines) and closes it after the writer
+    /// has finished.
+    pub fn journal(&self) -> Option<&Journal> {
+        self.shared.journal.as_ref()
     }
 
     /// Queues a send (FIFO). Its events and its one result go to the outbox.
@@ -192,6 +213,7 @@ impl Session {
             session_id: self.shared.config.session_id.clone(),
             active: q.active.is_some(),
             queue_length: Some(q.waiting.len() as u64),
+            interrupted: Some(self.shared.interrupted.clone()).filter(|i| !i.is_empty()),
         }
     }
 

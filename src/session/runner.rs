@@ -18,6 +18,7 @@ use super::Shared;
 use super::queue::{Job, JobKind, Next};
 use crate::agent::{self, Emitter, Outcome, SendStats};
 use crate::conversation::Conversation;
+use crate::store::Body;
 use crate::wire::{ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason};
 
 /// Runs sends until the session closes and its queue is empty.
@@ -46,6 +47,10 @@ enum Ended {
 async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
     let config = &shared.config;
     let started = Instant::now();
+    if let Some(journal) = &shared.journal {
+        let compact = matches!(job.kind, JobKind::Compact);
+        journal.record(Body::Send { send_id: job.id.clone(), message: job.message.clone(), compact });
+    }
     let emitter =
         Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), config.version, shared.outbox.clone());
     let mut stats = SendStats::default();

@@ -2,7 +2,9 @@
 //! session emits, fanned out to any number of subscribers.
 //!
 //! Owns: `event_seq` numbering (a [`Sequencer`], as the stdio writer has),
-//! the session-wide monotonic frame ids used as SSE `id:`, the ring buffer
+//! the session-wide monotonic frame ids used as SSE `id:` (its [`Tap`],
+//! which also logs each frame to the session's journal; a result is fanned
+//! out once it is durable), the ring buffer
 //! that serves `Last-Event-ID` replays, and the broadcast to live
 //! subscribers. A subscriber that falls more than [`LIVE_CAPACITY`] frames
 //! behind is dropped (it can resume from the ring) instead of slowing the
@@ -16,7 +18,9 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::tap::{Durable, JournalSlot, Tap};
 use crate::session::{OUTBOX_CAPACITY, Outbox};
+use crate::store::Journal;
 use crate::wire::{OutgoingMessage, Sequencer};
 
 /// Frames kept for replay (per session).
@@ -56,7 +60,8 @@ pub enum ReplayError {
 
 struct Inner {
     ring: VecDeque<Arc<Frame>>,
-    next_id: u64,
+    /// Numbers frames and hands them to the session's journal.
+    tap: Tap,
     seq: Sequencer,
     /// `None` once the hub is closed: subscribers' streams end.
     live: Option<broadcast::Sender<Arc<Frame>>>,
@@ -65,6 +70,7 @@ struct Inner {
 /// See the module doc.
 pub struct Hub {
     inner: Mutex<Inner>,
+    journal: JournalSlot,
     closing: CancellationToken,
     pump: Mutex<Option<JoinHandle<()>>>,
 }
@@ -75,8 +81,15 @@ impl Hub {
     pub fn start() -> (Arc<Hub>, Outbox) {
         let (tx, mut rx) = mpsc::channel::<OutgoingMessage>(OUTBOX_CAPACITY);
         let (live, _) = broadcast::channel(LIVE_CAPACITY);
+        let journal = JournalSlot::default();
         let hub = Arc::new(Hub {
-            inner: Mutex::new(Inner { ring: VecDeque::new(), next_id: 1, seq: Sequencer::default(), live: Some(live) }),
+            inner: Mutex::new(Inner {
+                ring: VecDeque::new(),
+                tap: Tap::new(journal.clone()),
+                seq: Sequencer::default(),
+                live: Some(live),
+            }),
+            journal,
             closing: CancellationToken::new(),
             pump: Mutex::new(None),
         });
@@ -86,13 +99,13 @@ impl Hub {
                 tokio::select! {
                     biased;
                     msg = rx.recv() => match msg {
-                        Some(m) => pump.publish(m),
+                        Some(m) => pump.publish(m).await,
                         None => break,
                     },
                     _ = pump.closing.cancelled() => {
                         rx.close();
                         while let Some(m) = rx.recv().await {
-                            pump.publish(m);
+                            pump.publish(m).await;
                         }
                         break;
                     }
@@ -108,7 +121,36 @@ impl Hub {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn publish(&self, mut msg: OutgoingMessage) {
+    /// Logs the session's frames to `journal` from now on (a resumed
+    /// session's frames number on after its log's last). Call before the
+    /// first send.
+    pub fn attach(&self, journal: Journal) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// The journal attached, if any.
+    pub fn journal(&self) -> Option<&Journal> {
+        self.journal.get()
+    }
+
+    /// Numbers, logs and fans out `msg`; a result only once it is durable.
+    async fn publish(&self, msg: OutgoingMessage) {
+        let Some((frame, durable)) = self.prepare(msg) else { return };
+        if let Some(durable) = durable {
+            let _ = durable.await;
+        }
+        let mut inner = self.lock();
+        if inner.ring.len() == RING_CAPACITY {
+            inner.ring.pop_front();
+        }
+        inner.ring.push_back(frame.clone());
+        // No receivers is fine: nobody is listening right now.
+        if let Some(live) = &inner.live {
+            let _ = live.send(frame);
+        }
+    }
+
+    fn prepare(&self, mut msg: OutgoingMessage) -> Option<(Arc<Frame>, Option<Durable>)> {
         let mut inner = self.lock();
         inner.seq.stamp(&mut msg);
         let (send_id, is_result) = match &msg {
@@ -120,19 +162,11 @@ impl Hub {
             Ok(d) => d,
             Err(e) => {
                 tracing::error!("cannot serialise a response: {e}");
-                return;
+                return None;
             }
         };
-        let frame = Arc::new(Frame { id: inner.next_id, event: msg.name(), data, send_id, is_result });
-        inner.next_id = inner.next_id.saturating_add(1);
-        if inner.ring.len() == RING_CAPACITY {
-            inner.ring.pop_front();
-        }
-        inner.ring.push_back(frame.clone());
-        // No receivers is fine: nobody is listening right now.
-        if let Some(live) = &inner.live {
-            let _ = live.send(frame);
-        }
+        let (id, durable) = inner.tap.line(&msg, data.as_bytes());
+        Some((Arc::new(Frame { id, event: msg.name(), data, send_id, is_result }), durable))
     }
 
     /// Frames after `last_id` (none are replayed when `None`) and a live
@@ -142,12 +176,13 @@ impl Hub {
     /// Errors: [`ReplayError::Evicted`] when frames after `last_id` left the
     /// ring; [`ReplayError::Future`] when `last_id` was never issued.
     pub fn subscribe(&self, last_id: Option<u64>) -> Result<Subscription, ReplayError> {
-        let inner = self.lock();
+        let mut inner = self.lock();
+        let next_id = inner.tap.next_frame();
         let replay = match last_id {
             None => Vec::new(),
-            Some(last) if last >= inner.next_id => return Err(ReplayError::Future(last)),
+            Some(last) if last >= next_id => return Err(ReplayError::Future(last)),
             Some(last) => {
-                let oldest = inner.ring.front().map(|f| f.id).unwrap_or(inner.next_id);
+                let oldest = inner.ring.front().map(|f| f.id).unwrap_or(next_id);
                 if last.saturating_add(1) < oldest {
                     return Err(ReplayError::Evicted);
                 }

@@ -11,6 +11,8 @@ pub mod http;
 pub mod hub;
 pub mod pipe_writer;
 pub mod run;
+pub mod sessions_cmd;
 pub mod signal;
 pub mod stdio;
+pub mod tap;
 pub mod writer;

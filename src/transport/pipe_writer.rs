@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::tap::{JournalSlot, Tap};
 use super::writer::encode_line;
 use crate::session::{OUTBOX_CAPACITY, Outbox};
 use crate::wire::{OutgoingMessage, Sequencer};
@@ -44,7 +45,7 @@ impl PipeWriter {
     /// Starts the writer task when fd 1 is a pipe or a socket; `None`
     /// otherwise (or when it cannot be set up), and the caller uses the thread
     /// writer.
-    pub fn spawn_if_pipe() -> Option<PipeWriter> {
+    pub fn spawn_if_pipe(journal: JournalSlot) -> Option<PipeWriter> {
         // SAFETY: fstat on fd 1 with a properly sized, zeroed buffer.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         if unsafe { libc::fstat(1, &mut st) } != 0 {
@@ -79,7 +80,7 @@ impl PipeWriter {
         };
         let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let stdout_closed = CancellationToken::new();
-        let task = tokio::spawn(write_loop(rx, fd, stdout_closed.clone()));
+        let task = tokio::spawn(write_loop(rx, fd, stdout_closed.clone(), Tap::new(journal)));
         Some(PipeWriter { outbox: tx, stdout_closed, task, old_flags })
     }
 
@@ -99,17 +100,26 @@ async fn write_loop(
     mut rx: mpsc::Receiver<OutgoingMessage>,
     fd: AsyncFd<File>,
     stdout_closed: CancellationToken,
+    mut tap: Tap,
 ) -> Option<io::Error> {
     let mut seq = Sequencer::default();
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    while let Some(mut msg) = rx.recv().await {
+    let mut durable = Vec::new();
+    while let Some(first) = rx.recv().await {
         buf.clear();
-        encode_line(&mut seq, &mut msg, &mut buf);
-        while buf.len() < BATCH_BYTES {
-            match rx.try_recv() {
-                Ok(mut more) => encode_line(&mut seq, &mut more, &mut buf),
-                Err(_) => break,
+        let mut next = Some(first);
+        while let Some(mut m) = next.take() {
+            let start = buf.len();
+            encode_line(&mut seq, &mut m, &mut buf);
+            let json = buf[start..].strip_suffix(b"\n").unwrap_or(&buf[start..]);
+            durable.extend(tap.line(&m, json).1);
+            if buf.len() < BATCH_BYTES {
+                next = rx.try_recv().ok();
             }
+        }
+        // A result leaves only once it is logged durably.
+        for d in durable.drain(..) {
+            let _ = d.await;
         }
         if let Err(e) = write_all(&fd, &buf).await {
             tracing::debug!("stdout closed: {e}");

@@ -7,6 +7,8 @@
 use crate::config::{Environment, Limits};
 use crate::session::{OpenError, Session};
 use crate::transport::signal::shutdown_signal;
+use crate::transport::stdio::with_store;
+use crate::transport::tap::JournalSlot;
 use crate::transport::writer::{self, Format};
 use crate::wire::{ErrorCode, InitConfig, PROTOCOL_VERSION, SendResult, Status};
 
@@ -27,15 +29,17 @@ pub const EXIT_CANCELLED: i32 = 130;
 /// overrides `PIRN_RECORD`/`PIRN_REPLAY` (`--record`, `--replay`).
 #[allow(clippy::print_stderr)]
 pub async fn run(config: InitConfig, prompt: String, format: Format, cassette: CassetteFlags) -> i32 {
-    let w = writer::spawn(std::io::stdout(), format);
-    let mut env = Environment::from_process();
+    let journal = JournalSlot::default();
+    let w = writer::spawn(std::io::stdout(), format, journal.clone());
+    let mut env = with_store(Environment::from_process()).await;
     if cassette.record.is_some() || cassette.replay.is_some() {
         env.record = cassette.record;
         env.replay = cassette.replay;
     }
     // pirn's own command speaks the newest protocol: its JSONL carries
     // `stop_reason`, `is_error` and the other 0.3.0 fields.
-    let session = match Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), w.outbox.clone()) {
+    let opened = Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), w.outbox.clone()).await;
+    let session = match opened {
         Ok(s) => s,
         Err(OpenError::Config(e)) => {
             eprintln!("pirn run: {e}");
@@ -46,6 +50,12 @@ pub async fn run(config: InitConfig, prompt: String, format: Format, cassette: C
             return EXIT_USAGE;
         }
     };
+    if let Some(j) = session.journal() {
+        let _ = journal.set(j.clone());
+        if format == Format::Text {
+            eprintln!("pirn: session {}", j.session_id());
+        }
+    }
     if session.send("1".to_owned(), prompt).is_err() {
         return EXIT_OTHER;
     }
@@ -56,8 +66,10 @@ pub async fn run(config: InitConfig, prompt: String, format: Format, cassette: C
         _ = w.stdout_closed.cancelled() => session.shutdown().await,
     }
     drop(session);
-    drop(w.outbox);
-    let report = w.thread.join().unwrap_or_default();
+    let report = w.finish().await;
+    if let Some(j) = journal.get() {
+        j.close().await;
+    }
     match &report.last_result {
         Some(r) => {
             if format == Format::Text

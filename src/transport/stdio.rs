@@ -16,8 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Environment, Limits};
 use crate::session::{OpenError, Outbox, Session};
+use crate::store::Store;
 use crate::transport::pipe_writer::PipeWriter;
 use crate::transport::signal::{ShutdownSignal, shutdown_signal};
+use crate::transport::tap::JournalSlot;
 use crate::transport::writer::{self, Format};
 use crate::wire::{
     self, DecodeError, ErrorEnvelope, IdOnly, InitOk, InitRequest, MAX_LINE_BYTES, NOT_INITIALIZED, OutgoingMessage,
@@ -39,10 +41,10 @@ enum Stdout {
 }
 
 impl Stdout {
-    fn start() -> Stdout {
-        match PipeWriter::spawn_if_pipe() {
+    fn start(journal: &JournalSlot) -> Stdout {
+        match PipeWriter::spawn_if_pipe(journal.clone()) {
             Some(p) => Stdout::Pipe(p),
-            None => Stdout::Thread(writer::spawn(std::io::stdout(), Format::Jsonl)),
+            None => Stdout::Thread(writer::spawn(std::io::stdout(), Format::Jsonl, journal.clone())),
         }
     }
 
@@ -65,10 +67,7 @@ impl Stdout {
     async fn close(self) -> bool {
         match self {
             Stdout::Pipe(p) => p.close().await.is_some(),
-            Stdout::Thread(w) => {
-                drop(w.outbox);
-                w.thread.join().unwrap_or_default().error.is_some()
-            }
+            Stdout::Thread(w) => w.finish().await.error.is_some(),
         }
     }
 }
@@ -80,13 +79,15 @@ impl Stdout {
 /// order), while SIGTERM/SIGINT, or a signal during that wait, cancel them
 /// at once; stdout closing cancels them too (nobody reads the results).
 pub async fn serve() -> i32 {
-    let out = Stdout::start();
+    let journal = JournalSlot::default();
+    let out = Stdout::start(&journal);
     let mut worker = Worker {
         outbox: out.outbox(),
         session: None,
-        env: Environment::from_process(),
+        env: with_store(Environment::from_process()).await,
         signals: shutdown_signal(),
         shutting_down: None,
+        journal: journal.clone(),
     };
     let stdout_closed = out.stdout_closed();
     let end = worker.read_loop(tokio::io::stdin(), &stdout_closed).await;
@@ -107,6 +108,10 @@ pub async fn serve() -> i32 {
     }
     drop(worker);
     let failed = out.close().await;
+    // Every line is with the journal now; write it out.
+    if let Some(j) = journal.get() {
+        j.close().await;
+    }
     if failed || stdout_closed.is_cancelled() { EXIT_STDOUT_CLOSED } else { 0 }
 }
 
@@ -127,6 +132,8 @@ struct Worker {
     /// The id of a `shutdown` being carried out: the session finishes its
     /// sends while requests are still read (a `cancel` still works).
     shutting_down: Option<String>,
+    /// Set when the session opens with a journal (the writer logs to it).
+    journal: JournalSlot,
 }
 
 impl Worker {
@@ -215,9 +222,12 @@ impl Worker {
         }
         let limits = Limits { max_queue: Some(MAX_WAITING_SENDS), queue_timeout: None };
         let opened =
-            Session::open(init.protocol_version.as_deref(), &init.config, &self.env, limits, self.outbox.clone());
+            Session::open(init.protocol_version.as_deref(), &init.config, &self.env, limits, self.outbox.clone()).await;
         let reply = match opened {
             Ok(session) => {
+                if let Some(j) = session.journal() {
+                    let _ = self.journal.set(j.clone());
+                }
                 let session_id = session.config().session_id.clone();
                 let protocol_version = session.config().version.as_str().to_owned();
                 self.session = Some(session);
@@ -229,7 +239,7 @@ impl Worker {
                 protocol_version: PROTOCOL_VERSION.to_owned(),
                 error: Some(ErrorEnvelope::from(&e)),
             },
-            Err(e @ OpenError::Config(_)) => return self.protocol_error(init.id, e).await,
+            Err(e @ (OpenError::Config(_) | OpenError::Resume(_))) => return self.protocol_error(init.id, e).await,
         };
         let _ = self.outbox.send(OutgoingMessage::InitOk(reply)).await;
     }
@@ -238,6 +248,17 @@ impl Worker {
         let correlation = self.session.as_ref().map(|s| s.config().correlation.clone()).unwrap_or_default();
         let _ = self.outbox.send(OutgoingMessage::Result(SendResult::protocol_error(id, message, correlation))).await;
     }
+}
+
+/// `env` with the session store the environment asks for (none, with a
+/// logged error, when it cannot be opened: the worker runs on without
+/// persistence).
+pub async fn with_store(mut env: Environment) -> Environment {
+    match Store::from_env(&|k| std::env::var(k).ok()).await {
+        Ok(store) => env.store = store,
+        Err(e) => tracing::error!("sessions will not be logged: {e}"),
+    }
+    env
 }
 
 /// Resolves once `session` has finished its sends, when `active`; never otherwise.

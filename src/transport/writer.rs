@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::tap::{JournalSlot, Tap};
 use crate::session::{OUTBOX_CAPACITY, Outbox};
 use crate::wire::{Event, OutgoingMessage, SendResult, Sequencer};
 
@@ -44,16 +45,29 @@ pub struct Writer {
     pub thread: JoinHandle<WriterReport>,
 }
 
+impl Writer {
+    /// Drops this outbox and waits for the thread's report off the runtime
+    /// thread (the writer may be waiting on a journal task that needs the
+    /// runtime). Every other outbox clone must be gone.
+    pub async fn finish(self) -> WriterReport {
+        drop(self.outbox);
+        let thread = self.thread;
+        tokio::task::spawn_blocking(move || thread.join().unwrap_or_default()).await.unwrap_or_default()
+    }
+}
+
 /// Starts the writer thread on `out`. It ends when every [`Outbox`] clone is
 /// dropped (after writing everything queued) or at the first write error.
-pub fn spawn<W: Write + Send + 'static>(out: W, format: Format) -> Writer {
+/// Lines go to the journal set in `journal` once it is (a `result` is
+/// written once it is durable).
+pub fn spawn<W: Write + Send + 'static>(out: W, format: Format, journal: JournalSlot) -> Writer {
     let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
     let stdout_closed = CancellationToken::new();
     let closed2 = stdout_closed.clone();
     let thread = std::thread::Builder::new()
         .name("pirn-writer".to_owned())
         .spawn(move || {
-            let report = write_loop(rx, out, format);
+            let report = write_loop(rx, out, format, Tap::new(journal));
             if report.error.is_some() {
                 closed2.cancel();
             }
@@ -67,22 +81,21 @@ pub fn spawn<W: Write + Send + 'static>(out: W, format: Format) -> Writer {
     Writer { outbox: tx, stdout_closed, thread }
 }
 
-fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format: Format) -> WriterReport {
+fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format: Format, mut tap: Tap) -> WriterReport {
     let mut out = io::BufWriter::with_capacity(64 * 1024, out);
     let mut seq = Sequencer::default();
     let mut line: Vec<u8> = Vec::with_capacity(4096);
     let mut report = WriterReport::default();
     while let Some(mut msg) = rx.blocking_recv() {
+        line.clear();
+        encode_line(&mut seq, &mut msg, &mut line);
+        let (_, durable) = tap.line(&msg, line.strip_suffix(b"\n").unwrap_or(&line));
+        if let Some(durable) = durable {
+            let _ = durable.blocking_recv();
+        }
         let written = match format {
-            Format::Jsonl => {
-                line.clear();
-                encode_line(&mut seq, &mut msg, &mut line);
-                out.write_all(&line)
-            }
-            Format::Text => {
-                seq.stamp(&mut msg);
-                write_text(&mut out, &msg)
-            }
+            Format::Jsonl => out.write_all(&line),
+            Format::Text => write_text(&mut out, &msg),
         };
         if let OutgoingMessage::Result(r) = msg {
             report.last_result = Some(r);

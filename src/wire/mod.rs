@@ -181,7 +181,10 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
                 u.cached_tokens = None;
             }
         }
-        OutgoingMessage::StatusOk(s) => s.queue_length = None,
+        OutgoingMessage::StatusOk(s) => {
+            s.queue_length = None;
+            s.interrupted = None;
+        }
         OutgoingMessage::InitOk(_) | OutgoingMessage::ShutdownOk(_) => {}
     }
     true

@@ -295,6 +295,11 @@ pub struct StatusOk {
     /// pirn extension: sends waiting behind the active one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_length: Option<u64>,
+    /// pirn extension: ids of the sends of a resumed session that were
+    /// running when its previous process died (never answered; absent when
+    /// there were none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Vec<String>>,
 }
 
 /// The error envelope shared by results, `init_ok` and `error` events.

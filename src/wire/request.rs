@@ -122,6 +122,14 @@ pub struct InitConfig {
     /// then it is denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_timeout_ms: Option<u64>,
+    /// Log the session durably so it can be resumed (default true; the
+    /// environment's `PIRN_PERSIST=0` turns it off for every session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persist: Option<bool>,
+    /// Continue this stored session (0.3.0): its conversation is loaded and
+    /// `init_ok.session_id` is this id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_session_id: Option<String>,
 }
 
 /// How much the model may do unasked.

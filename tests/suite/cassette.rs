@@ -43,7 +43,11 @@ async fn session(base_url: &str, envs: &[(&str, &str)], sends: &[&str]) -> (Stri
 }
 
 fn pirn(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_pirn")).args(args).output().unwrap()
+    std::process::Command::new(env!("CARGO_BIN_EXE_pirn"))
+        .args(args)
+        .env("PIRN_HOME", super::worker::test_home())
+        .output()
+        .unwrap()
 }
 
 fn last_result(w: &Worker, id: &str) -> Value {

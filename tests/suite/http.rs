@@ -221,7 +221,9 @@ async fn events_replay_after_last_event_id_and_412_once_evicted() {
     .await;
     let d = daemon(&mock.base_url(), &[]).await;
     let c = client();
-    let sid = new_session(&c, &d.base, json!({})).await;
+    // Not persisted: the ring is all there is (tests/suite/persist.rs has
+    // the replay from the log).
+    let sid = new_session(&c, &d.base, json!({"persist": false})).await;
     // Two independent live subscribers.
     let mut one = SseReader::new(subscribe(&c, &d.base, &sid, None).await);
     let mut two = SseReader::new(subscribe(&c, &d.base, &sid, None).await);

@@ -14,6 +14,8 @@ mod golden;
 mod hardening;
 mod http;
 mod interleavings;
+mod persist;
 mod protocol;
 mod run_cmd;
+mod store;
 mod tools;

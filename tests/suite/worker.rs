@@ -19,6 +19,13 @@ pub struct Worker {
     pub workspace: tempfile::TempDir,
 }
 
+/// Where the spawned workers keep their session logs (one directory per
+/// test run, under the system's temp dir).
+pub fn test_home() -> std::path::PathBuf {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| tempfile::Builder::new().prefix("pirn-test-home").tempdir().expect("tempdir")).path().to_owned()
+}
+
 /// A command for the pirn binary with a clean environment pointing at `base_url`.
 pub fn pirn_command(base_url: &str, envs: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pirn"));
@@ -26,6 +33,7 @@ pub fn pirn_command(base_url: &str, envs: &[(&str, &str)]) -> Command {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", std::env::var("HOME").unwrap_or_default())
         .env("PIRN_BASE_URL", base_url)
+        .env("PIRN_HOME", test_home())
         .kill_on_drop(true);
     for (k, v) in envs {
         cmd.env(k, v);

@@ -1,5 +1,6 @@
 //! SSE: a session's frames as `id:` / `event:` / `data:` events, with
-//! `Last-Event-ID` replay from the hub's ring.
+//! `Last-Event-ID` replay from the hub's ring, else from the session log
+//! ([`super::history`]).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -13,8 +14,12 @@ use futures_util::Stream;
 use tokio::sync::broadcast;
 
 use super::api::ApiError;
+use super::history::follow;
 use super::sends::Withdraw;
+use super::sessions::store_error;
 use super::{App, KEEPALIVE};
+use crate::store::StoreError;
+use crate::store::fold::lines_after;
 use crate::transport::hub::{Frame, ReplayError};
 
 struct FrameStream {
@@ -70,23 +75,56 @@ pub fn frame_stream(
 
 /// `GET /v1/sessions/{id}/events`: every frame of the session; with
 /// `Last-Event-ID`, first what followed it (400 when malformed or never
-/// issued, 412 when evicted).
+/// issued). The hub's ring serves a live session; the session log serves a
+/// session not live on this host and a replay the ring has evicted (412
+/// only when neither has it).
 pub async fn events(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<HttpResponse, ApiError> {
-    let s = app.get(&id)?;
     let last = match headers.get("last-event-id") {
         None => None,
         Some(v) => Some(v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()).ok_or_else(|| {
             ApiError::new(StatusCode::BAD_REQUEST, "BAD_LAST_EVENT_ID", "Last-Event-ID must be a non-negative integer")
         })?),
     };
-    let (replay, live) = s.hub.subscribe(last).map_err(|e| match e {
-        ReplayError::Evicted => ApiError::new(StatusCode::PRECONDITION_FAILED, "EVICTED", e.to_string()),
-        ReplayError::Future(_) => ApiError::new(StatusCode::BAD_REQUEST, "BAD_LAST_EVENT_ID", e.to_string()),
-    })?;
-    let frames = frame_stream(replay, live, None, None);
-    Ok(Sse::new(frames).keep_alive(KeepAlive::new().interval(KEEPALIVE).text("keepalive")).into_response())
+    let keep_alive = || KeepAlive::new().interval(KEEPALIVE).text("keepalive");
+    let live = app.get(&id).ok();
+    if let Some(s) = &live {
+        match s.hub.subscribe(last) {
+            Ok((replay, live)) => {
+                let frames = frame_stream(replay, live, None, None);
+                return Ok(Sse::new(frames).keep_alive(keep_alive()).into_response());
+            }
+            Err(e @ ReplayError::Future(_)) => {
+                return Err(ApiError::new(StatusCode::BAD_REQUEST, "BAD_LAST_EVENT_ID", e.to_string()));
+            }
+            Err(ReplayError::Evicted) => {}
+        }
+    }
+    let evicted = || ApiError::new(StatusCode::PRECONDITION_FAILED, "EVICTED", ReplayError::Evicted.to_string());
+    let Some(store) = app.env.store.clone() else {
+        return Err(if live.is_some() { evicted() } else { ApiError::not_found(format!("no session {id:?}")) });
+    };
+    let entries = match store.load(&id, 0).await {
+        Ok(e) => e,
+        Err(StoreError::NotFound(_)) if live.is_some() => return Err(evicted()),
+        Err(e) => return Err(store_error(e)),
+    };
+    let frames: Vec<u64> = lines_after(&entries, 0).iter().map(|(f, _, _)| *f).collect();
+    let newest = frames.last().copied().unwrap_or(0);
+    let after = match last {
+        Some(n) if n > newest && live.is_none() => {
+            let e = ReplayError::Future(n);
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, "BAD_LAST_EVENT_ID", e.to_string()));
+        }
+        Some(n) => n,
+        None => newest,
+    };
+    if frames.first().is_some_and(|&f| f > after + 1) {
+        return Err(evicted());
+    }
+    let frames = follow(store, &id, after, app.shutdown.clone()).await;
+    Ok(Sse::new(frames).keep_alive(keep_alive()).into_response())
 }

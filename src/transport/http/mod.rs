@@ -15,6 +15,7 @@
 pub mod api;
 pub mod auth;
 pub mod events;
+pub mod history;
 pub mod sends;
 pub mod sessions;
 pub mod ws;
@@ -57,6 +58,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/v1/sessions/{id}"),
     ("POST", "/v1/sessions/{id}/sends"),
     ("GET", "/v1/sessions/{id}/events"),
+    ("GET", "/v1/sessions/{id}/messages"),
     ("POST", "/v1/sessions/{id}/cancel"),
     ("POST", "/v1/sessions/{id}/compact"),
     ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
@@ -86,6 +88,9 @@ impl HttpSession {
     pub async fn close(&self) {
         self.session.shutdown().await;
         self.hub.close().await;
+        if let Some(j) = self.hub.journal() {
+            j.close().await;
+        }
     }
 }
 
@@ -137,7 +142,7 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         token: opts.token.filter(|t| !t.is_empty()),
         shutdown: CancellationToken::new(),
         queue_timeout: opts.queue_timeout,
-        env: Environment::from_process(),
+        env: crate::transport::stdio::with_store(Environment::from_process()).await,
     });
     // The one line serve prints: where it listens (scripts read it).
     let mut out = std::io::stdout();
@@ -152,6 +157,8 @@ pub async fn serve(opts: ServeOptions) -> i32 {
                 _ = app.shutdown.cancelled() => {}
                 _ = signals.recv() => {}
             }
+            // Streams that follow a session log end with it.
+            app.shutdown.cancel();
             for s in app.all() {
                 s.close().await;
             }
@@ -184,6 +191,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/v1/sessions/{id}", get(sessions::session_status).delete(sessions::delete_session))
         .route("/v1/sessions/{id}/sends", post(sends::create_send))
         .route("/v1/sessions/{id}/events", get(events::events))
+        .route("/v1/sessions/{id}/messages", get(history::messages))
         .route("/v1/sessions/{id}/cancel", post(sends::cancel))
         .route("/v1/sessions/{id}/compact", post(sends::compact))
         .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))

@@ -4,16 +4,17 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response as HttpResponse};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::api::{ApiError, read_body};
 use super::{App, HttpSession, MAX_QUEUE};
 use crate::config::Limits;
 use crate::session::{OpenError, Session};
+use crate::store::StoreError;
 use crate::transport::hub::Hub;
 use crate::wire::{self, InitConfig, PROTOCOL_VERSION, ProtocolVersion};
 
@@ -32,54 +33,124 @@ pub async fn shutdown(State(app): State<Arc<App>>) -> axum::Json<Value> {
     axum::Json(json!({"ok": true}))
 }
 
-#[derive(Deserialize)]
-struct CreateSession {
-    #[serde(default)]
-    protocol_version: Option<String>,
-    #[serde(flatten)]
-    config: InitConfig,
-}
-
+/// `POST /v1/sessions`: `{protocol_version?, …init.config}`; with
+/// `resume` (or `resume_session_id`) a stored session is reopened, its
+/// stored config the base for any field the body leaves out.
 pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<HttpResponse, ApiError> {
     let bytes = read_body(body).await?;
-    let req: CreateSession = serde_json::from_slice(&bytes).map_err(|e| {
+    let invalid = |e: &dyn std::fmt::Display| {
         ApiError::new(StatusCode::BAD_REQUEST, "protocol_error", format!("invalid session config: {e}"))
-    })?;
+    };
+    let mut body: Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| invalid(&e))?;
+    let requested = match body.remove("protocol_version") {
+        None | Some(Value::Null) => PROTOCOL_VERSION.to_owned(),
+        Some(Value::String(v)) => v,
+        Some(other) => return Err(invalid(&format!("protocol_version must be a string, not {other}"))),
+    };
+    if let Some(id) = body.remove("resume") {
+        body.insert("resume_session_id".into(), id);
+    }
+    if let Some(Value::String(id)) = body.get("resume_session_id").cloned() {
+        if app.sessions.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "SESSION_LIVE",
+                format!("session {id:?} is already open here"),
+            ));
+        }
+        body = with_stored_config(&app, &id, body).await?;
+    }
+    let mut config: InitConfig = serde_json::from_value(Value::Object(body)).map_err(|e| invalid(&e))?;
     // pirn's own API: a client that names no version gets the newest, and
     // answers permission requests over HTTP unless it says otherwise.
-    let requested = req.protocol_version.as_deref().unwrap_or(PROTOCOL_VERSION);
-    let mut config = req.config;
-    if wire::negotiate(Some(requested)).is_ok_and(|v| v >= ProtocolVersion::V0_3) {
+    if wire::negotiate(Some(&requested)).is_ok_and(|v| v >= ProtocolVersion::V0_3) {
         config.permission_responses.get_or_insert(true);
     }
     let limits = Limits { max_queue: Some(MAX_QUEUE), queue_timeout: Some(app.queue_timeout) };
     let (hub, outbox) = Hub::start();
-    let session = Session::open(Some(requested), &config, &app.env, limits, outbox).map_err(|e| match e {
+    let opened = Session::open(Some(&requested), &config, &app.env, limits, outbox).await;
+    let session = opened.map_err(|e| match e {
         OpenError::Version(e) => ApiError::new(StatusCode::BAD_REQUEST, "protocol_version_mismatch", e.to_string()),
-        OpenError::Config(e) => {
-            ApiError::new(StatusCode::BAD_REQUEST, "protocol_error", format!("invalid session config: {e}"))
-        }
+        OpenError::Config(e) => invalid(&e),
+        OpenError::Resume(m) if m.contains("no stored session") => ApiError::not_found(m),
+        OpenError::Resume(m) => ApiError::new(StatusCode::CONFLICT, "CANNOT_RESUME", m),
     })?;
+    if let Some(j) = session.journal() {
+        hub.attach(j.clone());
+    }
     let id = session.config().session_id.clone();
     let version = session.config().version.as_str();
     app.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Arc::new(HttpSession { session, hub }));
     Ok((StatusCode::CREATED, axum::Json(json!({"session_id": id, "protocol_version": version}))).into_response())
 }
 
+/// `body` over the stored session's `init.config` (404 when not stored).
+async fn with_stored_config(app: &App, id: &str, body: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+    let store = app.env.store.as_ref().ok_or_else(|| ApiError::not_found("persistence is off in this server"))?;
+    let entries = store.load(id, 0).await.map_err(store_error)?;
+    let mut base = match crate::store::fold::fold(&entries).config {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    // A workspace that is not on this host: the server's own directory.
+    if base.get("cwd").and_then(Value::as_str).is_some_and(|d| !std::path::Path::new(d).is_dir()) {
+        base.remove("cwd");
+    }
+    base.extend(body);
+    Ok(base)
+}
+
+/// A store error as an HTTP answer.
+pub fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound(_) => ApiError::not_found(e.to_string()),
+        StoreError::InvalidId(_) => ApiError::bad_request(e.to_string()),
+        StoreError::Busy(_) | StoreError::Superseded(_) => {
+            ApiError::new(StatusCode::CONFLICT, "SESSION_BUSY", e.to_string())
+        }
+        _ => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "STORE_UNAVAILABLE", e.to_string()),
+    }
+}
+
 fn status_json(s: &HttpSession) -> Value {
     let st = s.session.status(String::new());
-    json!({
+    let mut v = json!({
         "session_id": st.session_id,
         "model": st.model,
         "messages_count": st.messages_count,
         "active": st.active,
         "queue_length": st.queue_length,
-    })
+    });
+    if let Some(sends) = st.interrupted {
+        v["interrupted"] = json!(sends);
+    }
+    v
 }
 
-pub async fn list_sessions(State(app): State<Arc<App>>) -> axum::Json<Value> {
-    let sessions: Vec<Value> = app.all().iter().map(|s| status_json(s)).collect();
-    axum::Json(json!({"sessions": sessions}))
+/// `GET /v1/sessions`: the live sessions (with `live: true` and their
+/// status), then the stored ones not live here (`live` says whether some
+/// process holds them), each with `title`, `model`, `created_ms`,
+/// `updated_ms` when stored.
+pub async fn list_sessions(State(app): State<Arc<App>>) -> Result<axum::Json<Value>, ApiError> {
+    let stored = match &app.env.store {
+        Some(store) => store.list().await.map_err(store_error)?,
+        None => Vec::new(),
+    };
+    let live = app.all();
+    let mut out: Vec<Value> = Vec::with_capacity(live.len() + stored.len());
+    for s in &live {
+        let mut v = status_json(s);
+        v["live"] = Value::Bool(true);
+        if let Some(info) = stored.iter().find(|i| i.session_id == s.session.config().session_id) {
+            v["title"] = json!(info.title);
+            v["created_ms"] = json!(info.created_ms);
+            v["updated_ms"] = json!(info.updated_ms);
+        }
+        out.push(v);
+    }
+    let here = |id: &str| live.iter().any(|s| s.session.config().session_id == id);
+    out.extend(stored.iter().filter(|i| !here(&i.session_id)).map(|i| json!(i)));
+    Ok(axum::Json(json!({"sessions": out})))
 }
 
 pub async fn session_status(
@@ -90,11 +161,29 @@ pub async fn session_status(
     Ok(axum::Json(status_json(&s)))
 }
 
+#[derive(Deserialize)]
+pub struct DeleteQuery {
+    #[serde(default)]
+    purge: bool,
+}
+
 /// Cancels what runs and queues (their results reach the streams), then
-/// frees the session.
-pub async fn delete_session(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+/// frees the session; its log stays (it can be resumed) unless `?purge=true`.
+pub async fn delete_session(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Query(q): Query<DeleteQuery>,
+) -> Result<StatusCode, ApiError> {
     let removed = app.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-    let s = removed.ok_or_else(|| ApiError::not_found(format!("no session {id:?}")))?;
-    s.close().await;
+    if let Some(s) = &removed {
+        s.close().await;
+    }
+    let purged = match (&app.env.store, q.purge) {
+        (Some(store), true) => store.delete(&id).await.map_err(store_error)?,
+        _ => false,
+    };
+    if removed.is_none() && !purged {
+        return Err(ApiError::not_found(format!("no session {id:?}")));
+    }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -18,6 +18,7 @@ use async_openai::types::chat::{
 };
 
 use crate::model::ToolCall;
+use crate::store::{Body, Journal};
 
 /// Messages in model order; the system prompt first.
 #[derive(Debug)]
@@ -32,6 +33,8 @@ pub struct Conversation {
     pub budget: crate::context::Budget,
     /// Files the model has read in this session (see `ToolContext::read_files`).
     pub read_files: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
+    /// Where each committed message is logged (none when not persisted).
+    journal: Option<Journal>,
 }
 
 /// Bytes a message costs beyond its text (role, ids, JSON punctuation).
@@ -64,7 +67,40 @@ impl Conversation {
         }
         count.store(0, Ordering::Relaxed);
         let sizes = messages.iter().map(message_bytes).collect();
-        Conversation { messages, sizes, count, budget: crate::context::Budget::default(), read_files: Arc::default() }
+        Conversation {
+            messages,
+            sizes,
+            count,
+            budget: crate::context::Budget::default(),
+            read_files: Arc::default(),
+            journal: None,
+        }
+    }
+
+    /// A conversation continuing `messages` (a resumed session's history,
+    /// system prompt included when it had one).
+    pub fn restore(messages: Vec<ChatCompletionRequestMessage>, count: Arc<AtomicU64>) -> Self {
+        let mut c = Conversation::new("", count);
+        for m in messages {
+            c.push(m);
+        }
+        if matches!(c.messages.first(), Some(ChatCompletionRequestMessage::System(_))) {
+            c.count.fetch_sub(1, Ordering::Relaxed);
+        }
+        c
+    }
+
+    /// Logs every message committed from now on to `journal`.
+    pub fn log_to(&mut self, journal: Journal) {
+        self.journal = Some(journal);
+    }
+
+    /// Logs the whole history, which an edit (not an append) changed.
+    fn log_history(&self) {
+        if let Some(j) = &self.journal {
+            let messages = self.messages.iter().filter_map(|m| serde_json::to_value(m).ok()).collect();
+            j.record(Body::History { messages });
+        }
     }
 
     /// Bytes of all messages as sent (see [`MESSAGE_OVERHEAD`]).
@@ -104,73 +140,6 @@ impl Conversation {
             Some(k) => assistants[k],
             None => assistants.first().copied().unwrap_or(self.messages.len()),
         }
-    }
-
-    /// Replaces the oldest tool results before `protect_from` by short stubs
-    /// until at least `to_free` bytes are freed (or none is left). The
-    /// system prompt, user messages and every tool call stay; a call keeps
-    /// its (stub) result, so the history stays valid.
-    pub fn prune_tool_results(&mut self, to_free: usize, protect_from: usize) -> Pruned {
-        let mut done = Pruned::default();
-        for i in 0..protect_from.min(self.messages.len()) {
-            if done.bytes_freed >= to_free {
-                break;
-            }
-            let ChatCompletionRequestMessage::Tool(t) = &self.messages[i] else { continue };
-            let ChatCompletionRequestToolMessageContent::Text(text) = &t.content else { continue };
-            if text.starts_with(PRUNED_MARK) {
-                continue;
-            }
-            let name = self.tool_name(&t.tool_call_id).unwrap_or_else(|| "tool".to_owned());
-            let stub = format!(
-                "{PRUNED_MARK}{name} output of {} lines ({} bytes) removed to save context; call the tool again if you need it]",
-                text.lines().count(),
-                text.len()
-            );
-            if stub.len() + 32 >= text.len() {
-                continue;
-            }
-            let freed = text.len() - stub.len();
-            let call_id = t.tool_call_id.clone();
-            self.messages[i] = ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
-                content: ChatCompletionRequestToolMessageContent::Text(stub),
-                tool_call_id: call_id,
-            });
-            self.sizes[i] = message_bytes(&self.messages[i]);
-            done.messages += 1;
-            done.bytes_freed += freed;
-        }
-        done
-    }
-
-    /// The older conversation becomes one summary: the messages are the
-    /// system prompt, a user message carrying `summary` (and the request
-    /// being worked on, verbatim), then `messages[keep_from..]`, which must
-    /// start at a user or assistant message (never between a call and its
-    /// result).
-    pub fn compact(&mut self, keep_from: usize, summary: &str) {
-        let keep_from = keep_from.min(self.messages.len());
-        let system = matches!(self.messages.first(), Some(ChatCompletionRequestMessage::System(_)));
-        let current = self.last_request().filter(|&u| u < keep_from).map(|u| self.text_of(u));
-        let mut text = format!("[Summary of the earlier conversation, written to save context]\n{}", summary.trim());
-        if let Some(request) = current {
-            text.push_str("\n\n[The request being worked on]\n");
-            text.push_str(&request);
-        }
-        let summary_msg = ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
-            content: ChatCompletionRequestUserMessageContent::Text(text),
-            name: None,
-        });
-        let mut messages = Vec::with_capacity(self.messages.len() - keep_from + 2);
-        if system {
-            messages.push(self.messages[0].clone());
-        }
-        messages.push(summary_msg);
-        messages.extend(self.messages.drain(keep_from..));
-        self.messages = messages;
-        self.sizes = self.messages.iter().map(message_bytes).collect();
-        let without_system = self.messages.len() - usize::from(system);
-        self.count.store(without_system as u64, Ordering::Relaxed);
     }
 
     /// The plain text of message `index` (its content, or its tool calls).
@@ -242,6 +211,11 @@ impl Conversation {
     }
 
     fn push(&mut self, m: ChatCompletionRequestMessage) {
+        if let Some(j) = &self.journal
+            && let Ok(message) = serde_json::to_value(&m)
+        {
+            j.record(Body::Message { message });
+        }
         self.sizes.push(message_bytes(&m));
         self.messages.push(m);
         self.count.fetch_add(1, Ordering::Relaxed);
@@ -254,6 +228,7 @@ impl Conversation {
         {
             t.push_str(text);
             self.sizes[0] = message_bytes(&self.messages[0]);
+            self.log_history();
         }
     }
 
@@ -382,65 +357,6 @@ fn message_bytes(m: &ChatCompletionRequestMessage) -> usize {
     text + MESSAGE_OVERHEAD
 }
 
+mod edit;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repair_answers_dangling_tool_calls() {
-        let count = Arc::new(AtomicU64::new(0));
-        let mut c = Conversation::new("sys", count.clone());
-        c.push_user("hi");
-        let calls = [
-            ToolCall { id: "a".into(), name: "bash".into(), arguments: "{}".into() },
-            ToolCall { id: "b".into(), name: "bash".into(), arguments: "{}".into() },
-        ];
-        c.push_assistant("", &calls);
-        c.push_tool_result("a", "done".into());
-        assert_eq!(c.repair("cancelled"), 1);
-        assert_eq!(c.repair("cancelled"), 0);
-        assert_eq!(count.load(Ordering::Relaxed), 4);
-    }
-
-    #[test]
-    fn pruning_stubs_the_oldest_results_and_compaction_keeps_calls_whole() {
-        let mut c = Conversation::new("sys", Arc::new(AtomicU64::new(0)));
-        c.push_user("fix the bug");
-        for i in 0..4 {
-            let call = ToolCall { id: format!("c{i}"), name: "read_file".into(), arguments: "{}".into() };
-            c.push_assistant("", std::slice::from_ref(&call));
-            c.push_tool_result(&call.id, "x\n".repeat(2000));
-        }
-        let before = c.bytes();
-        let protect = c.recent_start(2);
-        assert_eq!(c.role_of(protect), "assistant");
-        let p = c.prune_tool_results(5000, protect);
-        assert_eq!(p.messages, 2, "two oldest results, the last two answers kept");
-        assert_eq!(before - c.bytes(), p.bytes_freed);
-        assert!(c.text_of(3).starts_with(PRUNED_MARK) && c.text_of(3).contains("read_file output of 2000 lines"));
-        assert_eq!(c.prune_tool_results(usize::MAX, protect).messages, 0, "pruned once only");
-        c.compact(protect, "read two files");
-        assert_eq!(c.role_of(1), "user");
-        assert!(c.text_of(1).contains("read two files") && c.text_of(1).contains("fix the bug"));
-        assert_eq!(c.role_of(2), "assistant");
-        assert_eq!(c.len(), 2 + 4);
-        assert_eq!(c.bytes(), (0..c.len()).map(|i| c.bytes_of(i)).sum::<usize>());
-    }
-
-    #[test]
-    fn notes_are_not_requests() {
-        let mut c = Conversation::new("sys", Arc::new(AtomicU64::new(0)));
-        assert!(c.is_fresh());
-        c.push_user("fix the bug");
-        let call = ToolCall { id: "c0".into(), name: "read_file".into(), arguments: "{}".into() };
-        c.push_assistant("", std::slice::from_ref(&call));
-        c.push_tool_result(&call.id, "x".into());
-        c.push_assistant("fixed", &[]);
-        c.push_note("That is not true yet");
-        assert!(c.text_of(5).starts_with(NOTE_MARK));
-        assert_eq!(c.last_request(), Some(1));
-        c.push_assistant("done", &[]);
-        c.compact(6, "looked at it");
-        assert!(c.text_of(1).contains("[The request being worked on]\nfix the bug"), "{}", c.text_of(1));
-    }
-}
+mod tests;

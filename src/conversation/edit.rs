@@ -1,0 +1,85 @@
+//! Edits of the history that are not appends, made to fit the context
+//! window: pruning old tool results and compaction into a summary. Each
+//! logs the whole history afterwards (a `history` entry).
+
+use std::sync::atomic::Ordering;
+
+use async_openai::types::chat::{
+    ChatCompletionRequestMessage, ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
+    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
+};
+
+use super::{Conversation, PRUNED_MARK, Pruned, message_bytes};
+
+impl Conversation {
+    /// Replaces the oldest tool results before `protect_from` by short stubs
+    /// until at least `to_free` bytes are freed (or none is left). The
+    /// system prompt, user messages and every tool call stay; a call keeps
+    /// its (stub) result, so the history stays valid.
+    pub fn prune_tool_results(&mut self, to_free: usize, protect_from: usize) -> Pruned {
+        let mut done = Pruned::default();
+        for i in 0..protect_from.min(self.messages.len()) {
+            if done.bytes_freed >= to_free {
+                break;
+            }
+            let ChatCompletionRequestMessage::Tool(t) = &self.messages[i] else { continue };
+            let ChatCompletionRequestToolMessageContent::Text(text) = &t.content else { continue };
+            if text.starts_with(PRUNED_MARK) {
+                continue;
+            }
+            let name = self.tool_name(&t.tool_call_id).unwrap_or_else(|| "tool".to_owned());
+            let stub = format!(
+                "{PRUNED_MARK}{name} output of {} lines ({} bytes) removed to save context; call the tool again if you need it]",
+                text.lines().count(),
+                text.len()
+            );
+            if stub.len() + 32 >= text.len() {
+                continue;
+            }
+            let freed = text.len() - stub.len();
+            let call_id = t.tool_call_id.clone();
+            self.messages[i] = ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+                content: ChatCompletionRequestToolMessageContent::Text(stub),
+                tool_call_id: call_id,
+            });
+            self.sizes[i] = message_bytes(&self.messages[i]);
+            done.messages += 1;
+            done.bytes_freed += freed;
+        }
+        if done.messages > 0 {
+            self.log_history();
+        }
+        done
+    }
+
+    /// The older conversation becomes one summary: the messages are the
+    /// system prompt, a user message carrying `summary` (and the request
+    /// being worked on, verbatim), then `messages[keep_from..]`, which must
+    /// start at a user or assistant message (never between a call and its
+    /// result).
+    pub fn compact(&mut self, keep_from: usize, summary: &str) {
+        let keep_from = keep_from.min(self.messages.len());
+        let system = matches!(self.messages.first(), Some(ChatCompletionRequestMessage::System(_)));
+        let current = self.last_request().filter(|&u| u < keep_from).map(|u| self.text_of(u));
+        let mut text = format!("[Summary of the earlier conversation, written to save context]\n{}", summary.trim());
+        if let Some(request) = current {
+            text.push_str("\n\n[The request being worked on]\n");
+            text.push_str(&request);
+        }
+        let summary_msg = ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+            content: ChatCompletionRequestUserMessageContent::Text(text),
+            name: None,
+        });
+        let mut messages = Vec::with_capacity(self.messages.len() - keep_from + 2);
+        if system {
+            messages.push(self.messages[0].clone());
+        }
+        messages.push(summary_msg);
+        messages.extend(self.messages.drain(keep_from..));
+        self.messages = messages;
+        self.sizes = self.messages.iter().map(message_bytes).collect();
+        let without_system = self.messages.len() - usize::from(system);
+        self.count.store(without_system as u64, Ordering::Relaxed);
+        self.log_history();
+    }
+}

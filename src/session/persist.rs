@@ -1,0 +1,104 @@
+//! A session's log at open: a new log for a new session, or a stored one
+//! loaded and continued (`config.resume_session_id`).
+//!
+//! Owns: the rules of resume. The conversation is the stored one (its
+//! system prompt included, so the new `init`'s prompt does not replace
+//! it); a send that was running when the old process died is answered to
+//! the model ("not run") where it stopped, and the model is told in a note
+//! before the next send. A new session whose log cannot be created runs
+//! without one (a warning is logged): persistence never stops a worker.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use super::OpenError;
+use crate::config::{Environment, SessionConfig};
+use crate::conversation::Conversation;
+use crate::store::fold::fold;
+use crate::store::{Body, Journal, StoreError};
+use crate::wire::InitConfig;
+
+/// What [`open_log`] set up.
+pub(super) struct Opened {
+    pub conv: Conversation,
+    pub journal: Option<Journal>,
+    /// Ids of the sends the previous process never answered.
+    pub interrupted: Vec<String>,
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default()
+}
+
+/// Opens the log for `config` (and switches `config` to the resumed
+/// session's id). `count` is the session's message counter.
+///
+/// Errors (resume only): persistence is off, the session is not stored,
+/// or another process holds it.
+pub(super) async fn open_log(
+    config: &mut SessionConfig,
+    init: &InitConfig,
+    env: &Environment,
+    count: Arc<AtomicU64>,
+) -> Result<Opened, OpenError> {
+    let store = env.store.clone().filter(|_| init.persist != Some(false));
+    let Some(id) = init.resume_session_id.clone() else {
+        let mut conv = Conversation::new(&config.system_prompt, count);
+        let Some(store) = store else { return Ok(Opened { conv, journal: None, interrupted: Vec::new() }) };
+        let journal = match store.claim(&config.session_id).await {
+            Ok(epoch) => Journal::start(store, &config.session_id, epoch, 0),
+            Err(e) => {
+                tracing::warn!(session_id = %config.session_id, "the session will not be logged: {e}");
+                return Ok(Opened { conv, journal: None, interrupted: Vec::new() });
+            }
+        };
+        let mut stored = init.clone();
+        stored.persist = None;
+        journal.record(Body::Meta {
+            session_id: config.session_id.clone(),
+            protocol_version: config.version.as_str().to_owned(),
+            model: config.model.clone(),
+            workspace: config.workspace.display().to_string(),
+            config: serde_json::to_value(&stored).unwrap_or_default(),
+        });
+        conv.log_to(journal.clone());
+        return Ok(Opened { conv, journal: Some(journal), interrupted: Vec::new() });
+    };
+    let Some(store) = store else {
+        return Err(OpenError::Resume(format!(
+            "cannot resume session {id:?}: persistence is off (PIRN_PERSIST=0 or config.persist false)"
+        )));
+    };
+    let entries = store.load(&id, 0).await.map_err(resume_error(&id))?;
+    let folded = fold(&entries);
+    if folded.config.is_null() {
+        return Err(OpenError::Resume(format!("cannot resume session {id:?}: its log has no meta entry")));
+    }
+    let epoch = store.claim(&id).await.map_err(resume_error(&id))?;
+    config.session_id = id.clone();
+    config.correlation.session_id = Some(Arc::from(id.as_str()));
+    let journal = Journal::start(store, &id, epoch, folded.last_frame);
+    journal.record(Body::Resume { pid: std::process::id(), host: host() });
+    if folded.unreadable > 0 {
+        tracing::warn!(session_id = %id, skipped = folded.unreadable, "stored messages this build cannot read");
+    }
+    let mut conv = Conversation::restore(folded.messages, count);
+    conv.log_to(journal.clone());
+    let interrupted: Vec<String> = folded.interrupted.iter().map(|(id, _)| id.clone()).collect();
+    if let Some((_, message)) = folded.interrupted.last() {
+        conv.repair("not run: the worker stopped before this tool call finished");
+        let mut request: String = message.chars().take(200).collect();
+        if message.chars().nth(200).is_some() {
+            request.push('…');
+        }
+        conv.push_note(&format!(
+            "The previous request was interrupted: the worker stopped before finishing it (request: {request:?}). \
+             Files may be partly changed; check before relying on them."
+        ));
+    }
+    Ok(Opened { conv, journal: Some(journal), interrupted })
+}
+
+fn resume_error(id: &str) -> impl FnOnce(StoreError) -> OpenError + '_ {
+    move |e| OpenError::Resume(format!("cannot resume session {id:?}: {e}"))
+}

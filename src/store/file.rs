@@ -1,0 +1,326 @@
+//! The file store: one append-only JSONL log per session,
+//! `<root>/<tenant>/<session_id>.jsonl`, one [`super::entry`] per line.
+//!
+//! Owns: the files. Appends are one `write(2)` per batch on an `O_APPEND`
+//! descriptor (`fdatasync` when durable); the process appending to a log
+//! holds an exclusive `flock` on it, so a second process cannot write the
+//! same session (`Busy`) and a killed one releases it with its descriptors.
+//! Opening a log after a crash drops a torn last line (no newline, or not
+//! an entry) by truncating it away; a bad line before the last is reported,
+//! never skipped. Entry ids: a writer's `n` only grows, so an entry whose
+//! `n` is not above its writer's highest stored `n` is a retried duplicate.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast;
+
+use super::entry::{Body, NewEntry, Stored};
+use super::{Appended, SessionInfo, StoreError};
+
+/// How much of a log's head `list` reads to find the meta and first send.
+const HEAD_BYTES: u64 = 256 * 1024;
+
+/// See the module doc.
+pub struct FileStore {
+    root: PathBuf,
+    open: Mutex<HashMap<String, Arc<Mutex<Log>>>>,
+    watch: broadcast::Sender<Appended>,
+}
+
+/// An open, locked log.
+struct Log {
+    file: File,
+    path: PathBuf,
+    next_seq: u64,
+    /// Highest `n` stored per writer.
+    writers: HashMap<String, u64>,
+    /// Opened by [`FileStore::claim`] (a live session), not just by an
+    /// append.
+    claimed: bool,
+}
+
+fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io { op, path: path.to_owned(), source }
+}
+
+/// Takes an exclusive `flock` without waiting; `false` when another open
+/// file description holds one.
+fn try_lock(file: &File) -> std::io::Result<bool> {
+    // SAFETY: flock on a descriptor this `File` owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() == std::io::ErrorKind::WouldBlock { Ok(false) } else { Err(e) }
+}
+
+impl FileStore {
+    /// A store for `tenant` under `root` (created on first write).
+    pub fn new(root: PathBuf, tenant: &str) -> FileStore {
+        FileStore { root: root.join(tenant), open: Mutex::default(), watch: broadcast::channel(1024).0 }
+    }
+
+    /// The tenant's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.root.join(format!("{id}.jsonl"))
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Mutex<Log>>>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open log of `id`, opening (and locking) it when needed.
+    fn log(&self, id: &str) -> Result<Arc<Mutex<Log>>, StoreError> {
+        let mut table = self.table();
+        if let Some(log) = table.get(id) {
+            return Ok(log.clone());
+        }
+        let log = Arc::new(Mutex::new(self.open_log(id)?));
+        table.insert(id.to_owned(), log.clone());
+        Ok(log)
+    }
+
+    fn open_log(&self, id: &str) -> Result<Log, StoreError> {
+        let path = self.path(id);
+        std::fs::create_dir_all(&self.root).map_err(io("create", &self.root))?;
+        let mut file =
+            OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(io("open", &path))?;
+        if !try_lock(&file).map_err(io("lock", &path))? {
+            return Err(StoreError::Busy(id.to_owned()));
+        }
+        let mut text = Vec::new();
+        file.read_to_end(&mut text).map_err(io("read", &path))?;
+        let (entries, good_len) = parse(&text, &path)?;
+        if good_len < text.len() {
+            tracing::warn!(path = %path.display(), bytes = text.len() - good_len, "dropping a torn last line");
+            file.set_len(good_len as u64).map_err(io("truncate", &path))?;
+            file.seek(std::io::SeekFrom::End(0)).map_err(io("seek", &path))?;
+        }
+        let mut writers: HashMap<String, u64> = HashMap::new();
+        for e in &entries {
+            let max = writers.entry(e.writer.clone()).or_insert(e.n);
+            *max = (*max).max(e.n);
+        }
+        let next_seq = entries.last().map_or(1, |e| e.seq + 1);
+        Ok(Log { file, path, next_seq, writers, claimed: false })
+    }
+
+    /// See [`super::Store::claim`].
+    pub fn claim(&self, id: &str) -> Result<u64, StoreError> {
+        self.log(id)?.lock().unwrap_or_else(|p| p.into_inner()).claimed = true;
+        Ok(0)
+    }
+
+    fn claimed(&self, id: &str) -> bool {
+        self.table().get(id).is_some_and(|l| l.lock().unwrap_or_else(|p| p.into_inner()).claimed)
+    }
+
+    /// Closes the log (dropping the lock).
+    pub fn release(&self, id: &str) {
+        self.table().remove(id);
+    }
+
+    /// See [`super::Store::append`].
+    pub fn append(&self, id: &str, writer: &str, entries: &[NewEntry], durable: bool) -> Result<u64, StoreError> {
+        let log = self.log(id)?;
+        let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+        let stored = log.writers.get(writer).copied();
+        let mut text = String::new();
+        let mut seq = log.next_seq;
+        let mut top = stored;
+        for e in entries.iter().filter(|e| stored.is_none_or(|max| e.n > max)) {
+            text.push_str(&e.to_line(seq, writer));
+            text.push('\n');
+            seq += 1;
+            top = Some(top.map_or(e.n, |t| t.max(e.n)));
+        }
+        let path = log.path.clone();
+        if !text.is_empty() {
+            log.file.write_all(text.as_bytes()).map_err(io("append to", &path))?;
+            log.next_seq = seq;
+            if let Some(top) = top {
+                log.writers.insert(writer.to_owned(), top);
+            }
+        }
+        if durable {
+            log.file.sync_data().map_err(io("sync", &path))?;
+        }
+        let last = log.next_seq - 1;
+        drop(log);
+        if !text.is_empty() {
+            let _ = self.watch.send((Arc::from(id), last));
+        }
+        Ok(last)
+    }
+
+    /// See [`super::Store::load`].
+    pub fn load(&self, id: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
+        let path = self.path(id);
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(StoreError::NotFound(id.to_owned())),
+            Err(e) => return Err(io("read", &path)(e)),
+        };
+        let (mut entries, _) = parse(&text, &path)?;
+        entries.retain(|e| e.seq > after);
+        Ok(entries)
+    }
+
+    /// See [`super::Store::list`].
+    pub fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let dir = match std::fs::read_dir(&self.root) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("list", &self.root)(e)),
+        };
+        let mut out = Vec::new();
+        for item in dir.flatten() {
+            let path = item.path();
+            let Some(id) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            match self.info(id, &path) {
+                Ok(Some(info)) => out.push(info),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("listing sessions: {e}"),
+            }
+        }
+        out.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then_with(|| a.session_id.cmp(&b.session_id)));
+        Ok(out)
+    }
+
+    fn info(&self, id: &str, path: &Path) -> Result<Option<SessionInfo>, StoreError> {
+        let file = File::open(path).map_err(io("open", path))?;
+        let updated_ms = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut head = Vec::new();
+        (&file).take(HEAD_BYTES).read_to_end(&mut head).map_err(io("read", path))?;
+        // A head cut mid-line parses as a torn tail, which is what we want.
+        let (entries, _) = parse(&head, path)?;
+        let Some(first) = entries.first() else { return Ok(None) };
+        let Body::Meta { model, .. } = &first.body else { return Ok(None) };
+        let title = entries
+            .iter()
+            .find_map(|e| match &e.body {
+                Body::Send { message, compact: false, .. } => Some(title_of(message)),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let live = self.claimed(id) || (!self.table().contains_key(id) && !try_lock(&file).unwrap_or(true));
+        Ok(Some(SessionInfo {
+            session_id: id.to_owned(),
+            title,
+            model: model.clone(),
+            created_ms: first.at_ms,
+            updated_ms,
+            live,
+        }))
+    }
+
+    /// See [`super::Store::delete`].
+    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        if self.claimed(id) {
+            return Err(StoreError::Busy(id.to_owned()));
+        }
+        // Opened by appends only: close it (and its lock) first.
+        self.table().remove(id);
+        let path = self.path(id);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io("open", &path)(e)),
+        };
+        if !try_lock(&file).map_err(io("lock", &path))? {
+            return Err(StoreError::Busy(id.to_owned()));
+        }
+        std::fs::remove_file(&path).map_err(io("remove", &path))?;
+        Ok(true)
+    }
+
+    /// See [`super::Store::watch`].
+    pub fn watch(&self) -> broadcast::Receiver<Appended> {
+        self.watch.subscribe()
+    }
+}
+
+/// A listing's title: the first line of `message`, at most 80 characters.
+pub fn title_of(message: &str) -> String {
+    let line = message.trim().lines().next().unwrap_or("");
+    let mut t: String = line.chars().take(80).collect();
+    if line.chars().nth(80).is_some() {
+        t.push('…');
+    }
+    t
+}
+
+/// Parses a log: its entries and the length of the text they came from.
+/// A last line without a newline or that is not an entry is torn (left
+/// out of the length); any other bad line is [`StoreError::Corrupt`].
+fn parse(text: &[u8], path: &Path) -> Result<(Vec<Stored>, usize), StoreError> {
+    let mut entries = Vec::new();
+    let mut pos = 0;
+    let mut line_no = 0;
+    while pos < text.len() {
+        line_no += 1;
+        let Some(nl) = memchr::memchr(b'\n', &text[pos..]) else { break };
+        let line = &text[pos..pos + nl];
+        match serde_json::from_slice::<Stored>(line) {
+            Ok(e) => entries.push(e),
+            // The last complete line can be torn too (a crash between the
+            // bytes and a later line is impossible, but a partial line
+            // followed by a newline of the next append is not).
+            Err(_) if pos + nl + 1 == text.len() => break,
+            Err(e) => {
+                return Err(StoreError::Corrupt { path: path.to_owned(), line: line_no, message: e.to_string() });
+            }
+        }
+        pos += nl + 1;
+    }
+    Ok((entries, pos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_tail_is_dropped_and_truncated_and_a_bad_middle_line_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::new(dir.path().to_owned(), "t");
+        let meta = Body::Meta {
+            session_id: "s".into(),
+            protocol_version: "0.3.0".into(),
+            model: "m".into(),
+            workspace: "/w".into(),
+            config: serde_json::json!({}),
+        };
+        let e = |n| NewEntry::new(n, 1, &meta).unwrap();
+        assert_eq!(store.append("s", "w", &[e(0), e(1)], true).unwrap(), 2);
+        store.release("s");
+        let path = store.path("s");
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"seq\":3,\"wri").unwrap();
+        drop(f);
+        assert_eq!(store.load("s", 0).unwrap().len(), 2);
+        assert_eq!(store.append("s", "w", &[e(2)], false).unwrap(), 3);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.lines().all(|l| serde_json::from_str::<Stored>(l).is_ok()));
+        store.release("s");
+        std::fs::write(&path, format!("garbage\n{text}")).unwrap();
+        assert!(matches!(store.load("s", 0), Err(StoreError::Corrupt { line: 1, .. })));
+    }
+}

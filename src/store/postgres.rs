@@ -1,0 +1,351 @@
+//! The Postgres store (`PIRN_STORE=postgres://…`): session logs as rows,
+//! shared by every host on the database.
+//!
+//! Owns: the schema (created idempotently at start, under an advisory lock
+//! so hosts starting together do not race), appends, claims and LISTEN.
+//!
+//! - `pirn_sessions(tenant, session_id, created_ms, updated_ms, next_seq,
+//!   epoch, owner)`: one row per session; appends lock it (`FOR UPDATE`),
+//!   which keeps concurrent appends to one session in order and `seq`
+//!   gap-free. `epoch` fences: [`PgStore::claim`] raises it, and an append
+//!   carrying an older epoch is refused (`Superseded`), so a host that lost
+//!   a session (it was resumed elsewhere) cannot write into it.
+//! - `pirn_entries(tenant, session_id, seq, writer, n, at_ms, kind, body)`:
+//!   `body` is the entry's JSON body as the file store writes it; `(tenant,
+//!   session_id, writer, n)` is unique, and an append skips ids already
+//!   stored (a retried append is a no-op).
+//! - Each append's transaction ends with `pg_notify('pirn_entries',
+//!   'tenant<TAB>session<TAB>seq')`; [`PgStore::watch`] LISTENs on a
+//!   connection of its own and fans the notifications out in-process.
+//!
+//! Connections come from a deadpool pool; TLS is not configured (a
+//! database on loopback or a private network).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use futures_util::StreamExt;
+use tokio::sync::{OnceCell, broadcast};
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use super::entry::{Body, NewEntry, Stored, now_ms};
+use super::file::title_of;
+use super::{Appended, SessionInfo, StoreError};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS pirn_sessions (
+    tenant text NOT NULL,
+    session_id text NOT NULL,
+    created_ms bigint NOT NULL,
+    updated_ms bigint NOT NULL,
+    next_seq bigint NOT NULL DEFAULT 1,
+    epoch bigint NOT NULL DEFAULT 0,
+    owner text,
+    PRIMARY KEY (tenant, session_id)
+);
+CREATE TABLE IF NOT EXISTS pirn_entries (
+    tenant text NOT NULL,
+    session_id text NOT NULL,
+    seq bigint NOT NULL,
+    writer text NOT NULL,
+    n bigint NOT NULL,
+    at_ms bigint NOT NULL,
+    kind text NOT NULL,
+    body text NOT NULL,
+    PRIMARY KEY (tenant, session_id, seq),
+    UNIQUE (tenant, session_id, writer, n)
+);
+";
+
+/// An arbitrary constant naming pirn's schema lock.
+const SCHEMA_LOCK: i64 = 0x7069_726e;
+/// The NOTIFY channel.
+const CHANNEL: &str = "pirn_entries";
+
+/// See the module doc.
+pub struct PgStore {
+    pool: Pool,
+    config: tokio_postgres::Config,
+    tenant: String,
+    owner: String,
+    watch: OnceCell<broadcast::Sender<Appended>>,
+}
+
+fn pg(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Postgres(e.to_string())
+}
+
+impl PgStore {
+    /// Connects to `url` and creates the schema if it is missing.
+    pub async fn connect(url: &str, tenant: &str) -> Result<PgStore, StoreError> {
+        let config: tokio_postgres::Config = url.parse().map_err(pg)?;
+        let manager =
+            Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager).max_size(16).build().map_err(pg)?;
+        let mut client = pool.get().await.map_err(pg)?;
+        let tx = client.transaction().await.map_err(pg)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await.map_err(pg)?;
+        tx.batch_execute(SCHEMA).await.map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let owner = format!("{}:{}", host.trim(), std::process::id());
+        Ok(PgStore { pool, config, tenant: tenant.to_owned(), owner, watch: OnceCell::new() })
+    }
+
+    /// The tenant this store reads and writes.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// See [`super::Store::claim`].
+    pub async fn claim(&self, id: &str) -> Result<u64, StoreError> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let now = now_ms() as i64;
+        let row = client
+            .query_one(
+                "INSERT INTO pirn_sessions (tenant, session_id, created_ms, updated_ms, epoch, owner)
+                 VALUES ($1, $2, $3, $3, 1, $4)
+                 ON CONFLICT (tenant, session_id)
+                 DO UPDATE SET epoch = pirn_sessions.epoch + 1, owner = $4
+                 RETURNING epoch",
+                &[&self.tenant, &id, &now, &self.owner],
+            )
+            .await
+            .map_err(pg)?;
+        Ok(row.get::<_, i64>(0) as u64)
+    }
+
+    /// Clears the owner if `epoch` is still the session's.
+    pub async fn release(&self, id: &str, epoch: u64) {
+        let released = async {
+            let client = self.pool.get().await.map_err(pg)?;
+            client
+                .execute(
+                    "UPDATE pirn_sessions SET owner = NULL WHERE tenant = $1 AND session_id = $2 AND epoch = $3",
+                    &[&self.tenant, &id, &(epoch as i64)],
+                )
+                .await
+                .map_err(pg)
+        };
+        if let Err(e) = released.await {
+            tracing::warn!(session_id = id, "releasing the session: {e}");
+        }
+    }
+
+    /// See [`super::Store::append`].
+    pub async fn append(
+        &self,
+        id: &str,
+        epoch: Option<u64>,
+        writer: &str,
+        entries: &[NewEntry],
+    ) -> Result<u64, StoreError> {
+        let mut client = self.pool.get().await.map_err(pg)?;
+        let tx = client.transaction().await.map_err(pg)?;
+        let now = now_ms() as i64;
+        tx.execute(
+            "INSERT INTO pirn_sessions (tenant, session_id, created_ms, updated_ms) VALUES ($1, $2, $3, $3)
+             ON CONFLICT DO NOTHING",
+            &[&self.tenant, &id, &now],
+        )
+        .await
+        .map_err(pg)?;
+        let row = tx
+            .query_one(
+                "SELECT next_seq, epoch FROM pirn_sessions WHERE tenant = $1 AND session_id = $2 FOR UPDATE",
+                &[&self.tenant, &id],
+            )
+            .await
+            .map_err(pg)?;
+        let (next_seq, current): (i64, i64) = (row.get(0), row.get(1));
+        if epoch.is_some_and(|e| e as i64 != current) {
+            return Err(StoreError::Superseded(id.to_owned()));
+        }
+        let max: Option<i64> = tx
+            .query_one(
+                "SELECT max(n) FROM pirn_entries WHERE tenant = $1 AND session_id = $2 AND writer = $3",
+                &[&self.tenant, &id, &writer],
+            )
+            .await
+            .map_err(pg)?
+            .get(0);
+        let fresh: Vec<&NewEntry> = entries.iter().filter(|e| max.is_none_or(|m| e.n as i64 > m)).collect();
+        if fresh.is_empty() {
+            tx.commit().await.map_err(pg)?;
+            return Ok(next_seq as u64 - 1);
+        }
+        let seqs: Vec<i64> = (0..fresh.len() as i64).map(|i| next_seq + i).collect();
+        let ns: Vec<i64> = fresh.iter().map(|e| e.n as i64).collect();
+        let ats: Vec<i64> = fresh.iter().map(|e| e.at_ms as i64).collect();
+        let kinds: Vec<&str> = fresh.iter().map(|e| e.kind).collect();
+        let bodies: Vec<&str> = fresh.iter().map(|e| e.body.get()).collect();
+        tx.execute(
+            "INSERT INTO pirn_entries (tenant, session_id, seq, writer, n, at_ms, kind, body)
+             SELECT $1, $2, s, $3, n, a, k, b
+             FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[]) AS u(s, n, a, k, b)",
+            &[&self.tenant, &id, &writer, &seqs, &ns, &ats, &kinds, &bodies],
+        )
+        .await
+        .map_err(pg)?;
+        let last = next_seq + fresh.len() as i64 - 1;
+        tx.execute(
+            "UPDATE pirn_sessions SET next_seq = $3, updated_ms = $4 WHERE tenant = $1 AND session_id = $2",
+            &[&self.tenant, &id, &(last + 1), &now],
+        )
+        .await
+        .map_err(pg)?;
+        let payload = format!("{}\t{id}\t{last}", self.tenant);
+        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload]).await.map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(last as u64)
+    }
+
+    /// See [`super::Store::load`].
+    pub async fn load(&self, id: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let rows = client
+            .query(
+                "SELECT seq, writer, n, at_ms, body FROM pirn_entries
+                 WHERE tenant = $1 AND session_id = $2 AND seq > $3 ORDER BY seq",
+                &[&self.tenant, &id, &(after as i64)],
+            )
+            .await
+            .map_err(pg)?;
+        if rows.is_empty() {
+            let known = client
+                .query_opt("SELECT 1 FROM pirn_sessions WHERE tenant = $1 AND session_id = $2", &[&self.tenant, &id])
+                .await
+                .map_err(pg)?;
+            if known.is_none() {
+                return Err(StoreError::NotFound(id.to_owned()));
+            }
+        }
+        rows.iter()
+            .map(|r| {
+                let body: &str = r.get(4);
+                Ok(Stored {
+                    seq: r.get::<_, i64>(0) as u64,
+                    writer: r.get(1),
+                    n: r.get::<_, i64>(2) as u64,
+                    at_ms: r.get::<_, i64>(3) as u64,
+                    body: serde_json::from_str(body).map_err(pg)?,
+                })
+            })
+            .collect()
+    }
+
+    /// See [`super::Store::list`].
+    pub async fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let rows = client
+            .query(
+                "SELECT s.session_id, m.at_ms, s.updated_ms, s.owner IS NOT NULL, m.body,
+                    (SELECT body FROM pirn_entries e WHERE e.tenant = s.tenant AND e.session_id = s.session_id
+                        AND e.kind = 'send' AND e.body NOT LIKE '%\"compact\":true%' ORDER BY seq LIMIT 1)
+                 FROM pirn_sessions s
+                 JOIN LATERAL (SELECT body, at_ms FROM pirn_entries e
+                     WHERE e.tenant = s.tenant AND e.session_id = s.session_id AND e.kind = 'meta'
+                     ORDER BY seq LIMIT 1) m ON true
+                 WHERE s.tenant = $1 ORDER BY s.updated_ms DESC, s.session_id",
+                &[&self.tenant],
+            )
+            .await
+            .map_err(pg)?;
+        let mut out = Vec::new();
+        for r in rows {
+            let Ok(Body::Meta { model, .. }) = serde_json::from_str(r.get::<_, &str>(4)) else { continue };
+            let title = match r.get::<_, Option<&str>>(5).map(serde_json::from_str) {
+                Some(Ok(Body::Send { message, .. })) => title_of(&message),
+                _ => String::new(),
+            };
+            out.push(SessionInfo {
+                session_id: r.get(0),
+                title,
+                model,
+                created_ms: r.get::<_, i64>(1) as u64,
+                updated_ms: r.get::<_, i64>(2) as u64,
+                live: r.get(3),
+            });
+        }
+        Ok(out)
+    }
+
+    /// See [`super::Store::delete`]. A claimed session is deleted too (a
+    /// killed host never releases its claims).
+    pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let mut client = self.pool.get().await.map_err(pg)?;
+        let tx = client.transaction().await.map_err(pg)?;
+        tx.execute("DELETE FROM pirn_entries WHERE tenant = $1 AND session_id = $2", &[&self.tenant, &id])
+            .await
+            .map_err(pg)?;
+        let n = tx
+            .execute("DELETE FROM pirn_sessions WHERE tenant = $1 AND session_id = $2", &[&self.tenant, &id])
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        Ok(n > 0)
+    }
+
+    /// See [`super::Store::watch`]: starts the LISTEN connection on first
+    /// use; it reconnects (after a second) when the connection drops.
+    pub async fn watch(&self) -> broadcast::Receiver<Appended> {
+        let sender = self
+            .watch
+            .get_or_init(|| async {
+                let (tx, _) = broadcast::channel(4096);
+                tokio::spawn(listen(self.config.clone(), self.tenant.clone(), tx.clone()));
+                tx
+            })
+            .await;
+        sender.subscribe()
+    }
+}
+
+/// Runs LISTEN for the life of the process, reconnecting when the
+/// connection drops.
+async fn listen(config: tokio_postgres::Config, tenant: String, tx: broadcast::Sender<Appended>) {
+    loop {
+        match listen_once(&config, &tenant, &tx).await {
+            Ok(()) => tracing::warn!("postgres LISTEN connection closed, reconnecting"),
+            Err(e) => tracing::warn!("postgres LISTEN connection lost, reconnecting: {e}"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    tenant: &str,
+    tx: &broadcast::Sender<Appended>,
+) -> Result<(), tokio_postgres::Error> {
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+    let listen = async move {
+        client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+        // Keep the client (and so the connection) alive.
+        std::future::pending::<()>().await;
+        Ok::<_, tokio_postgres::Error>(client)
+    };
+    tokio::pin!(listen);
+    loop {
+        tokio::select! {
+            r = &mut listen => { r?; }
+            m = messages.next() => match m {
+                Some(Ok(AsyncMessage::Notification(n))) => {
+                    let mut parts = n.payload().split('\t');
+                    if let (Some(t), Some(id), Some(seq)) = (parts.next(), parts.next(), parts.next())
+                        && t == tenant
+                        && let Ok(seq) = seq.parse()
+                    {
+                        // No receiver right now is fine.
+                        let _ = tx.send((Arc::from(id), seq));
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            }
+        }
+    }
+}

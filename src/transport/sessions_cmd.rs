@@ -1,0 +1,134 @@
+//! `pirn sessions list|show|export|rm`: the stored sessions from a shell,
+//! in the store the environment names (`PIRN_HOME`, `PIRN_STORE`,
+//! `PIRN_TENANT`).
+//!
+//! Exit codes: 0 done; 1 no such session; 2 the store cannot be opened or
+//! read, or the session is open in another process (`rm`).
+
+use std::io::Write;
+
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCalls, ChatCompletionRequestAssistantMessageContent, ChatCompletionRequestMessage,
+    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessageContent,
+    ChatCompletionRequestUserMessageContent,
+};
+
+use crate::store::fold::fold;
+use crate::store::{Store, StoreError};
+
+/// What to do.
+#[derive(Debug, Clone)]
+pub enum SessionsCommand {
+    /// One line per session, newest activity first (`--json`: a JSON array).
+    List { json: bool },
+    /// The conversation, one message per paragraph.
+    Show { id: String },
+    /// The log as stored, one JSON entry per line.
+    Export { id: String },
+    /// Deletes the log.
+    Rm { id: String },
+}
+
+/// Runs `cmd`; returns the exit code.
+#[allow(clippy::print_stderr)]
+pub async fn run(cmd: SessionsCommand) -> i32 {
+    let store = match Store::from_env(&|k| std::env::var(k).ok()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            eprintln!("pirn sessions: persistence is off (PIRN_PERSIST=0)");
+            return 2;
+        }
+        Err(e) => {
+            eprintln!("pirn sessions: {e}");
+            return 2;
+        }
+    };
+    let mut out = Vec::new();
+    let code = match execute(&store, cmd, &mut out).await {
+        Ok(()) => 0,
+        Err(e @ StoreError::NotFound(_)) => {
+            eprintln!("pirn sessions: {e}");
+            1
+        }
+        Err(e) => {
+            eprintln!("pirn sessions: {e}");
+            2
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(&out);
+    let _ = stdout.flush();
+    code
+}
+
+async fn execute(store: &Store, cmd: SessionsCommand, out: &mut Vec<u8>) -> Result<(), StoreError> {
+    match cmd {
+        SessionsCommand::List { json } => {
+            let list = store.list().await?;
+            if json {
+                let _ = serde_json::to_writer_pretty(&mut *out, &list);
+                out.push(b'\n');
+                return Ok(());
+            }
+            for s in list {
+                let when =
+                    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_millis(s.updated_ms));
+                let live = if s.live { "live" } else { "-" };
+                let _ = writeln!(out, "{}  {when}  {live:4}  {}  {}", s.session_id, s.model, s.title);
+            }
+        }
+        SessionsCommand::Show { id } => {
+            let folded = fold(&store.load(&id, 0).await?);
+            for m in &folded.messages {
+                let (role, text) = describe(m);
+                let _ = writeln!(out, "[{role}]\n{}\n", text.trim_end());
+            }
+            for (send, message) in &folded.interrupted {
+                let _ = writeln!(out, "[interrupted send {send}] {message}");
+            }
+        }
+        SessionsCommand::Export { id } => {
+            for e in store.load(&id, 0).await? {
+                let _ = serde_json::to_writer(&mut *out, &e);
+                out.push(b'\n');
+            }
+        }
+        SessionsCommand::Rm { id } => {
+            if !store.delete(&id).await? {
+                return Err(StoreError::NotFound(id));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A message's role and readable text (tool calls as `name(args)`).
+fn describe(m: &ChatCompletionRequestMessage) -> (&'static str, String) {
+    match m {
+        ChatCompletionRequestMessage::System(s) => match &s.content {
+            ChatCompletionRequestSystemMessageContent::Text(t) => ("system", t.clone()),
+            _ => ("system", String::new()),
+        },
+        ChatCompletionRequestMessage::User(u) => match &u.content {
+            ChatCompletionRequestUserMessageContent::Text(t) => ("user", t.clone()),
+            _ => ("user", "(non-text content)".to_owned()),
+        },
+        ChatCompletionRequestMessage::Assistant(a) => {
+            let mut text = match &a.content {
+                Some(ChatCompletionRequestAssistantMessageContent::Text(t)) => t.clone(),
+                _ => String::new(),
+            };
+            for c in a.tool_calls.iter().flatten() {
+                if let ChatCompletionMessageToolCalls::Function(f) = c {
+                    text.push_str(&format!("\n→ {}({})", f.function.name, f.function.arguments));
+                }
+            }
+            ("assistant", text)
+        }
+        ChatCompletionRequestMessage::Tool(t) => match &t.content {
+            ChatCompletionRequestToolMessageContent::Text(t) => ("tool", t.clone()),
+            _ => ("tool", String::new()),
+        },
+        _ => ("other", String::new()),
+    }
+}

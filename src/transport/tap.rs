@@ -1,0 +1,66 @@
+//! Where an output writer hands its lines to the session's journal.
+//!
+//! Owns: frame numbers (the session-wide number of each emitted line: the
+//! SSE `id` over HTTP, and the `frame` of a logged line on stdio; a resumed
+//! session numbers on after its log's last frame), and the durability rule:
+//! a `result` line is handed in and the writer gets a [`Durable`] to wait
+//! on before the line leaves the process.
+//!
+//! The journal is attached after the writer starts (a session opens after
+//! its writer, at `init`), through a [`JournalSlot`].
+
+use std::sync::{Arc, OnceLock};
+
+use tokio::sync::oneshot;
+
+use crate::store::Journal;
+use crate::wire::OutgoingMessage;
+
+/// Set once, when the session opens with a journal.
+pub type JournalSlot = Arc<OnceLock<Journal>>;
+
+/// Resolves once a `result` line is durable (an error means the journal
+/// is gone: nothing to wait for).
+pub type Durable = oneshot::Receiver<()>;
+
+/// A writer's side of the journal. See the module doc.
+#[derive(Debug, Default)]
+pub struct Tap {
+    slot: JournalSlot,
+    next: u64,
+}
+
+impl Tap {
+    /// A tap reading `slot`.
+    pub fn new(slot: JournalSlot) -> Tap {
+        Tap { slot, next: 1 }
+    }
+
+    /// The next frame number, from 1 or after the attached journal's last.
+    pub fn next_frame(&mut self) -> u64 {
+        if let Some(j) = self.slot.get()
+            && self.next <= j.last_frame()
+        {
+            self.next = j.last_frame() + 1;
+        }
+        self.next
+    }
+
+    /// Numbers `msg`, whose JSON (no newline) is `json`, and hands it to the
+    /// journal. Returns its frame number and, for a `result` when a journal
+    /// is attached, what to await before writing it.
+    pub fn line(&mut self, msg: &OutgoingMessage, json: &[u8]) -> (u64, Option<Durable>) {
+        let frame = self.next_frame();
+        self.next += 1;
+        let Some(journal) = self.slot.get() else { return (frame, None) };
+        let send_id = match msg {
+            OutgoingMessage::Event(e) => Some(e.send_id.clone()),
+            OutgoingMessage::Result(r) => Some(Arc::from(r.id.as_str())),
+            _ => None,
+        };
+        let data = String::from_utf8_lossy(json).into_owned();
+        journal.line(frame, send_id, msg.name(), data);
+        let durable = matches!(msg, OutgoingMessage::Result(_)).then(|| journal.durable());
+        (frame, durable)
+    }
+}
