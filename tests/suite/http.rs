@@ -19,8 +19,13 @@ pub struct Daemon {
 }
 
 pub async fn daemon(model_url: &str, args: &[&str]) -> Daemon {
+    daemon_with_env(model_url, args, &[]).await
+}
+
+/// As [`daemon`], with extra environment.
+pub async fn daemon_with_env(model_url: &str, args: &[&str], envs: &[(&str, &str)]) -> Daemon {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = pirn_command(model_url, &[])
+    let mut child = pirn_command(model_url, envs)
         .arg("serve")
         .args(["--port", "0"])
         .args(args)

@@ -9,6 +9,7 @@ mod cancel;
 mod cassette;
 mod context;
 mod errors;
+mod failover;
 mod faults;
 mod golden;
 mod hardening;
