@@ -16,7 +16,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 /// What an entry records (`body.kind`).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -69,33 +68,13 @@ pub struct NewEntry {
     pub at_ms: u64,
     /// `body.kind`, kept apart for a store's index.
     pub kind: &'static str,
-    pub body: Box<RawValue>,
-}
-
-/// A `line` body borrowing the line already serialised by the writer
-/// (writing it does not parse it again).
-#[derive(Serialize)]
-struct LineRef<'a> {
-    kind: &'static str,
-    frame: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    send_id: Option<&'a str>,
-    event: &'a str,
-    data: &'a RawValue,
-}
-
-/// The stored form of an entry, for writing.
-#[derive(Serialize)]
-struct StoredRef<'a> {
-    seq: u64,
-    writer: &'a str,
-    n: u64,
-    at_ms: u64,
-    body: &'a RawValue,
+    /// The body's JSON text (valid JSON by construction: built by serde, or
+    /// by [`NewEntry::line`] around a line serde wrote).
+    pub body: String,
 }
 
 impl NewEntry {
-    /// An entry of any kind but `line`.
+    /// An entry of any kind.
     pub fn new(n: u64, at_ms: u64, body: &Body) -> Option<NewEntry> {
         let kind = match body {
             Body::Meta { .. } => "meta",
@@ -105,22 +84,62 @@ impl NewEntry {
             Body::Send { .. } => "send",
             Body::Line { .. } => "line",
         };
-        let body = serde_json::value::to_raw_value(body).ok()?;
+        let body = serde_json::to_string(body).ok()?;
         Some(NewEntry { n, at_ms, kind, body })
     }
 
-    /// A `line` entry for `data`, one JSON object as written (no newline).
-    /// `None` when `data` is not JSON (nothing the writers produce).
-    pub fn line(n: u64, at_ms: u64, frame: u64, send_id: Option<&str>, event: &str, data: &str) -> Option<NewEntry> {
-        let data: &RawValue = serde_json::from_str(data).ok()?;
-        let body = serde_json::value::to_raw_value(&LineRef { kind: "line", frame, send_id, event, data }).ok()?;
-        Some(NewEntry { n, at_ms, kind: "line", body })
+    /// A `line` entry around `data`, one JSON object exactly as a writer
+    /// serialised it (not parsed again: the relay of a long answer logs
+    /// thousands of lines a second).
+    pub fn line(n: u64, at_ms: u64, frame: u64, send_id: Option<&str>, event: &str, data: &str) -> NewEntry {
+        let mut body = String::with_capacity(data.len() + 96);
+        body.push_str("{\"kind\":\"line\",\"frame\":");
+        body.push_str(&frame.to_string());
+        if let Some(id) = send_id {
+            body.push_str(",\"send_id\":");
+            push_json_str(&mut body, id);
+        }
+        body.push_str(",\"event\":");
+        push_json_str(&mut body, event);
+        body.push_str(",\"data\":");
+        body.push_str(data);
+        body.push('}');
+        NewEntry { n, at_ms, kind: "line", body }
+    }
+
+    /// Appends the stored line for this entry at `seq` to `out` (no
+    /// newline); `writer` is the writer id already as a JSON string.
+    pub fn write_line(&self, seq: u64, writer_json: &str, out: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(
+            out,
+            "{{\"seq\":{seq},\"writer\":{writer_json},\"n\":{},\"at_ms\":{},\"body\":{}}}",
+            self.n, self.at_ms, self.body
+        );
     }
 
     /// The stored line for this entry at `seq` (no newline).
     pub fn to_line(&self, seq: u64, writer: &str) -> String {
-        let stored = StoredRef { seq, writer, n: self.n, at_ms: self.at_ms, body: &self.body };
-        serde_json::to_string(&stored).unwrap_or_default()
+        let mut out = String::new();
+        self.write_line(seq, &json_str(writer), &mut out);
+        out
+    }
+}
+
+/// `s` as a JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_json_str(&mut out, s);
+    out
+}
+
+fn push_json_str(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned()));
     }
 }
 
@@ -135,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_line_entry_round_trips_without_reparsing_its_data() {
-        let e = NewEntry::line(3, 10, 7, Some("2"), "result", r#"{"type":"result","id":"2"}"#).unwrap();
+        let e = NewEntry::line(3, 10, 7, Some("2"), "result", r#"{"type":"result","id":"2"}"#);
         let text = e.to_line(12, "w");
         assert_eq!(
             text,
@@ -143,6 +162,10 @@ mod tests {
         );
         let back: Stored = serde_json::from_str(&text).unwrap();
         assert!(matches!(back.body, Body::Line { frame: 7, ref event, .. } if event == "result"));
+        let odd = NewEntry::line(0, 0, 1, Some("a\"b\n"), "x", "{}").to_line(1, "w\\");
+        let back: Stored = serde_json::from_str(&odd).unwrap();
+        assert!(matches!(back.body, Body::Line { send_id: Some(ref s), .. } if s == "a\"b\n"));
+        assert_eq!(back.writer, "w\\");
         let send = NewEntry::new(4, 11, &Body::Send { send_id: "3".into(), message: "hi".into(), compact: false });
         let back: Stored = serde_json::from_str(&send.unwrap().to_line(13, "w")).unwrap();
         assert_eq!(back.body, Body::Send { send_id: "3".into(), message: "hi".into(), compact: false });

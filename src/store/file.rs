@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use super::entry::{Body, NewEntry, Stored};
+use super::entry::{Body, NewEntry, Stored, json_str};
 use super::{Appended, SessionInfo, StoreError};
 
 /// How much of a log's head `list` reads to find the meta and first send.
@@ -137,8 +137,9 @@ impl FileStore {
         let mut text = String::new();
         let mut seq = log.next_seq;
         let mut top = stored;
+        let writer_json = json_str(writer);
         for e in entries.iter().filter(|e| stored.is_none_or(|max| e.n > max)) {
-            text.push_str(&e.to_line(seq, writer));
+            e.write_line(seq, &writer_json, &mut text);
             text.push('\n');
             seq += 1;
             top = Some(top.map_or(e.n, |t| t.max(e.n)));

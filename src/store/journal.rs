@@ -26,7 +26,8 @@ const ATTEMPTS: u32 = 5;
 
 enum Cmd {
     Body(u64, Body),
-    Line { at_ms: u64, frame: u64, send_id: Option<Arc<str>>, event: &'static str, data: String },
+    /// A line entry, built by the caller; `n` and `at_ms` are set here.
+    Line(NewEntry),
     Durable(oneshot::Sender<()>),
     Close(oneshot::Sender<()>),
 }
@@ -77,9 +78,11 @@ impl Journal {
         let _ = self.tx.send(Cmd::Body(now_ms(), body));
     }
 
-    /// Hands in an emitted line (`data`: its JSON, without the newline).
-    pub fn line(&self, frame: u64, send_id: Option<Arc<str>>, event: &'static str, data: String) {
-        let _ = self.tx.send(Cmd::Line { at_ms: now_ms(), frame, send_id, event, data });
+    /// Hands in an emitted line (`data`: its JSON as written, without the
+    /// newline). The entry is built here, in one copy of `data`; its time is
+    /// the time of the append that stores it.
+    pub fn line(&self, frame: u64, send_id: Option<&str>, event: &str, data: &str) {
+        let _ = self.tx.send(Cmd::Line(NewEntry::line(0, 0, frame, send_id, event, data)));
     }
 
     /// Resolves once everything handed in before this call is durable (or
@@ -114,13 +117,15 @@ async fn run(store: Store, session_id: Arc<str>, epoch: u64, mut rx: mpsc::Unbou
                 Err(_) => break,
             }
         }
-        let mut entries = Vec::new();
+        let mut entries = Vec::with_capacity(cmds.len());
         let mut waiters = Vec::new();
+        let now = now_ms();
         for cmd in cmds {
             let entry = match cmd {
                 Cmd::Body(at_ms, body) => NewEntry::new(n, at_ms, &body),
-                Cmd::Line { at_ms, frame, send_id, event, data } => {
-                    NewEntry::line(n, at_ms, frame, send_id.as_deref(), event, &data)
+                Cmd::Line(mut e) => {
+                    (e.n, e.at_ms) = (n, now);
+                    Some(e)
                 }
                 Cmd::Durable(w) => {
                     waiters.push(w);

@@ -14,9 +14,12 @@
 //!   `body` is the entry's JSON body as the file store writes it; `(tenant,
 //!   session_id, writer, n)` is unique, and an append skips ids already
 //!   stored (a retried append is a no-op).
-//! - Each append's transaction ends with `pg_notify('pirn_entries',
-//!   'tenant<TAB>session<TAB>seq')`; [`PgStore::watch`] LISTENs on a
-//!   connection of its own and fans the notifications out in-process.
+//! - An append is one call of the `pirn_append` function (one round trip
+//!   of a prepared statement, one transaction): lock the session row,
+//!   check the epoch, skip stored ids, insert, advance `next_seq`, and
+//!   `pg_notify('pirn_entries', 'tenant<TAB>session<TAB>seq')`, delivered
+//!   at commit. [`PgStore::watch`] LISTENs on a connection of its own and
+//!   fans the notifications out in-process.
 //!
 //! Connections come from a deadpool pool; TLS is not configured (a
 //! database on loopback or a private network).
@@ -56,6 +59,37 @@ CREATE TABLE IF NOT EXISTS pirn_entries (
     PRIMARY KEY (tenant, session_id, seq),
     UNIQUE (tenant, session_id, writer, n)
 );
+CREATE OR REPLACE FUNCTION pirn_append(p_tenant text, p_session text, p_epoch bigint, p_writer text,
+    p_ns bigint[], p_ats bigint[], p_kinds text[], p_bodies text[], p_now bigint) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_next bigint;
+    v_epoch bigint;
+    v_max bigint;
+    v_count bigint;
+BEGIN
+    INSERT INTO pirn_sessions (tenant, session_id, created_ms, updated_ms)
+        VALUES (p_tenant, p_session, p_now, p_now) ON CONFLICT DO NOTHING;
+    SELECT next_seq, epoch INTO v_next, v_epoch FROM pirn_sessions
+        WHERE tenant = p_tenant AND session_id = p_session FOR UPDATE;
+    IF p_epoch IS NOT NULL AND p_epoch <> v_epoch THEN
+        RAISE EXCEPTION 'pirn: superseded' USING ERRCODE = 'PR001';
+    END IF;
+    SELECT max(n) INTO v_max FROM pirn_entries
+        WHERE tenant = p_tenant AND session_id = p_session AND writer = p_writer;
+    INSERT INTO pirn_entries (tenant, session_id, seq, writer, n, at_ms, kind, body)
+        SELECT p_tenant, p_session, v_next - 1 + row_number() OVER (ORDER BY u.ord), p_writer, u.n, u.a, u.k, u.b
+        FROM unnest(p_ns, p_ats, p_kinds, p_bodies) WITH ORDINALITY AS u(n, a, k, b, ord)
+        WHERE v_max IS NULL OR u.n > v_max;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    IF v_count > 0 THEN
+        UPDATE pirn_sessions SET next_seq = v_next + v_count, updated_ms = p_now
+            WHERE tenant = p_tenant AND session_id = p_session;
+        PERFORM pg_notify('pirn_entries', p_tenant || chr(9) || p_session || chr(9) || (v_next + v_count - 1));
+    END IF;
+    RETURN v_next + v_count - 1;
+END
+$$;
 ";
 
 /// An arbitrary constant naming pirn's schema lock.
@@ -141,64 +175,22 @@ impl PgStore {
         writer: &str,
         entries: &[NewEntry],
     ) -> Result<u64, StoreError> {
-        let mut client = self.pool.get().await.map_err(pg)?;
-        let tx = client.transaction().await.map_err(pg)?;
+        let client = self.pool.get().await.map_err(pg)?;
+        let stmt = client.prepare_cached("SELECT pirn_append($1, $2, $3, $4, $5, $6, $7, $8, $9)").await.map_err(pg)?;
+        let ns: Vec<i64> = entries.iter().map(|e| e.n as i64).collect();
+        let ats: Vec<i64> = entries.iter().map(|e| e.at_ms as i64).collect();
+        let kinds: Vec<&str> = entries.iter().map(|e| e.kind).collect();
+        let bodies: Vec<&str> = entries.iter().map(|e| e.body.as_str()).collect();
+        let epoch = epoch.map(|e| e as i64);
         let now = now_ms() as i64;
-        tx.execute(
-            "INSERT INTO pirn_sessions (tenant, session_id, created_ms, updated_ms) VALUES ($1, $2, $3, $3)
-             ON CONFLICT DO NOTHING",
-            &[&self.tenant, &id, &now],
-        )
-        .await
-        .map_err(pg)?;
-        let row = tx
-            .query_one(
-                "SELECT next_seq, epoch FROM pirn_sessions WHERE tenant = $1 AND session_id = $2 FOR UPDATE",
-                &[&self.tenant, &id],
-            )
+        let row = client
+            .query_one(&stmt, &[&self.tenant, &id, &epoch, &writer, &ns, &ats, &kinds, &bodies, &now])
             .await
-            .map_err(pg)?;
-        let (next_seq, current): (i64, i64) = (row.get(0), row.get(1));
-        if epoch.is_some_and(|e| e as i64 != current) {
-            return Err(StoreError::Superseded(id.to_owned()));
-        }
-        let max: Option<i64> = tx
-            .query_one(
-                "SELECT max(n) FROM pirn_entries WHERE tenant = $1 AND session_id = $2 AND writer = $3",
-                &[&self.tenant, &id, &writer],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        let fresh: Vec<&NewEntry> = entries.iter().filter(|e| max.is_none_or(|m| e.n as i64 > m)).collect();
-        if fresh.is_empty() {
-            tx.commit().await.map_err(pg)?;
-            return Ok(next_seq as u64 - 1);
-        }
-        let seqs: Vec<i64> = (0..fresh.len() as i64).map(|i| next_seq + i).collect();
-        let ns: Vec<i64> = fresh.iter().map(|e| e.n as i64).collect();
-        let ats: Vec<i64> = fresh.iter().map(|e| e.at_ms as i64).collect();
-        let kinds: Vec<&str> = fresh.iter().map(|e| e.kind).collect();
-        let bodies: Vec<&str> = fresh.iter().map(|e| e.body.get()).collect();
-        tx.execute(
-            "INSERT INTO pirn_entries (tenant, session_id, seq, writer, n, at_ms, kind, body)
-             SELECT $1, $2, s, $3, n, a, k, b
-             FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[]) AS u(s, n, a, k, b)",
-            &[&self.tenant, &id, &writer, &seqs, &ns, &ats, &kinds, &bodies],
-        )
-        .await
-        .map_err(pg)?;
-        let last = next_seq + fresh.len() as i64 - 1;
-        tx.execute(
-            "UPDATE pirn_sessions SET next_seq = $3, updated_ms = $4 WHERE tenant = $1 AND session_id = $2",
-            &[&self.tenant, &id, &(last + 1), &now],
-        )
-        .await
-        .map_err(pg)?;
-        let payload = format!("{}\t{id}\t{last}", self.tenant);
-        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload]).await.map_err(pg)?;
-        tx.commit().await.map_err(pg)?;
-        Ok(last as u64)
+            .map_err(|e| match e.code() {
+                Some(code) if code.code() == "PR001" => StoreError::Superseded(id.to_owned()),
+                _ => pg(e),
+            })?;
+        Ok(row.get::<_, i64>(0) as u64)
     }
 
     /// See [`super::Store::load`].

@@ -54,11 +54,12 @@ impl Tap {
         self.next += 1;
         let Some(journal) = self.slot.get() else { return (frame, None) };
         let send_id = match msg {
-            OutgoingMessage::Event(e) => Some(e.send_id.clone()),
-            OutgoingMessage::Result(r) => Some(Arc::from(r.id.as_str())),
+            OutgoingMessage::Event(e) => Some(&*e.send_id),
+            OutgoingMessage::Result(r) => Some(r.id.as_str()),
             _ => None,
         };
-        let data = String::from_utf8_lossy(json).into_owned();
+        // serde wrote it, so it is UTF-8 (checked by a fast scan, not a parse).
+        let data = std::str::from_utf8(json).unwrap_or("null");
         journal.line(frame, send_id, msg.name(), data);
         let durable = matches!(msg, OutgoingMessage::Result(_)).then(|| journal.durable());
         (frame, durable)
