@@ -94,6 +94,10 @@ $$;
 
 /// An arbitrary constant naming pirn's schema lock.
 const SCHEMA_LOCK: i64 = 0x7069_726e;
+/// Longest wait to connect or for a pooled connection: a database that
+/// does not answer fails the operation (retried by the journal) instead of
+/// hanging it.
+const TIMEOUT: Duration = Duration::from_secs(10);
 /// The NOTIFY channel.
 const CHANNEL: &str = "pirn_entries";
 
@@ -113,10 +117,19 @@ fn pg(e: impl std::fmt::Display) -> StoreError {
 impl PgStore {
     /// Connects to `url` and creates the schema if it is missing.
     pub async fn connect(url: &str, tenant: &str) -> Result<PgStore, StoreError> {
-        let config: tokio_postgres::Config = url.parse().map_err(pg)?;
+        let mut config: tokio_postgres::Config = url.parse().map_err(pg)?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(TIMEOUT);
+        }
         let manager =
             Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager).max_size(16).build().map_err(pg)?;
+        let pool = Pool::builder(manager)
+            .max_size(16)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(TIMEOUT))
+            .create_timeout(Some(TIMEOUT))
+            .build()
+            .map_err(pg)?;
         let mut client = pool.get().await.map_err(pg)?;
         let tx = client.transaction().await.map_err(pg)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await.map_err(pg)?;

@@ -137,7 +137,7 @@ impl Hub {
     async fn publish(&self, msg: OutgoingMessage) {
         let Some((frame, durable)) = self.prepare(msg) else { return };
         if let Some(durable) = durable {
-            let _ = durable.await;
+            super::tap::wait(durable).await;
         }
         let mut inner = self.lock();
         if inner.ring.len() == RING_CAPACITY {

@@ -119,7 +119,7 @@ async fn write_loop(
         }
         // A result leaves only once it is logged durably.
         for d in durable.drain(..) {
-            let _ = d.await;
+            super::tap::wait(d).await;
         }
         if let Err(e) = write_all(&fd, &buf).await {
             tracing::debug!("stdout closed: {e}");

@@ -10,6 +10,7 @@
 //! its writer, at `init`), through a [`JournalSlot`].
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -22,6 +23,36 @@ pub type JournalSlot = Arc<OnceLock<Journal>>;
 /// Resolves once a `result` line is durable (an error means the journal
 /// is gone: nothing to wait for).
 pub type Durable = oneshot::Receiver<()>;
+
+/// Longest a result waits for its log entry to be durable; then it is
+/// written anyway (a result is never lost to a slow or hung store).
+pub const DURABLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Awaits `d` for at most [`DURABLE_TIMEOUT`].
+pub async fn wait(d: Durable) {
+    if tokio::time::timeout(DURABLE_TIMEOUT, d).await.is_err() {
+        tracing::error!("the session log did not confirm a result within {DURABLE_TIMEOUT:?}; writing it anyway");
+    }
+}
+
+/// As [`wait`], from a thread outside the runtime.
+pub fn wait_blocking(mut d: Durable) {
+    let deadline = std::time::Instant::now() + DURABLE_TIMEOUT;
+    loop {
+        match d.try_recv() {
+            Err(oneshot::error::TryRecvError::Empty) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Err(oneshot::error::TryRecvError::Empty) => {
+                tracing::error!(
+                    "the session log did not confirm a result within {DURABLE_TIMEOUT:?}; writing it anyway"
+                );
+                return;
+            }
+            _ => return,
+        }
+    }
+}
 
 /// A writer's side of the journal. See the module doc.
 #[derive(Debug, Default)]

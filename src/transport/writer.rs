@@ -91,7 +91,7 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format:
         encode_line(&mut seq, &mut msg, &mut line);
         let (_, durable) = tap.line(&msg, line.strip_suffix(b"\n").unwrap_or(&line));
         if let Some(durable) = durable {
-            let _ = durable.blocking_recv();
+            super::tap::wait_blocking(durable);
         }
         let written = match format {
             Format::Jsonl => out.write_all(&line),
