@@ -207,6 +207,13 @@ async fn http_lists_stored_sessions_serves_history_and_replays_evicted_frames_fr
     assert_eq!(c.delete(url("")).send().await.unwrap().status(), 204);
     let me = sessions(&c).await.as_array().unwrap().iter().find(|s| s["session_id"] == sid.as_str()).cloned();
     assert_eq!(me.unwrap()["live"], false);
+    // Not live here: SSE replays from the log.
+    let last = (total - 1).to_string();
+    let mut stored = SseReader::new(c.get(url("/events")).header("Last-Event-ID", last).send().await.unwrap());
+    let f = stored.next().await.unwrap();
+    assert_eq!((f.id, f.event.as_str(), f.data["id"].as_str()), (Some(total), "result", Some("s2")));
+    let future = c.get(url("/events")).header("Last-Event-ID", (total + 5).to_string()).send().await.unwrap();
+    assert_eq!(future.status(), 400, "an id the log never had");
     let (s, b) = post(&c, &format!("{}/v1/sessions", d.base), json!({"resume": sid})).await;
     assert_eq!((s, b["session_id"].as_str()), (201, Some(sid.as_str())), "{b}");
     let (s, _) = post(&c, &format!("{}/v1/sessions", d.base), json!({"resume": sid})).await;
