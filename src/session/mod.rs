@@ -45,8 +45,20 @@ pub enum OpenError {
     #[error("invalid init: {0}")]
     Config(#[from] ConfigError),
     /// `resume_session_id` names a session that cannot be resumed.
-    #[error("{0}")]
-    Resume(String),
+    #[error("cannot resume session {id:?}: {reason}")]
+    Resume { id: String, reason: ResumeError },
+}
+
+/// Why a stored session cannot be resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("persistence is off (PIRN_PERSIST=0 or config.persist false)")]
+    PersistenceOff,
+    #[error("its log has no meta entry")]
+    NoMeta,
+    /// Not stored, held by another process, or the store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 struct Shared {

@@ -11,11 +11,11 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::OpenError;
+use super::{OpenError, ResumeError};
 use crate::config::{Environment, SessionConfig};
 use crate::conversation::Conversation;
 use crate::store::fold::fold;
-use crate::store::{Body, Journal, StoreError};
+use crate::store::{Body, Journal};
 use crate::wire::InitConfig;
 
 /// What [`open_log`] set up.
@@ -64,17 +64,13 @@ pub(super) async fn open_log(
         conv.log_to(journal.clone());
         return Ok(Opened { conv, journal: Some(journal), interrupted: Vec::new() });
     };
-    let Some(store) = store else {
-        return Err(OpenError::Resume(format!(
-            "cannot resume session {id:?}: persistence is off (PIRN_PERSIST=0 or config.persist false)"
-        )));
-    };
-    let entries = store.load(&id, 0).await.map_err(resume_error(&id))?;
+    let Some(store) = store else { return Err(resume_error(&id)(ResumeError::PersistenceOff)) };
+    let entries = store.load(&id, 0).await.map_err(|e| resume_error(&id)(e.into()))?;
     let folded = fold(&entries);
     if folded.config.is_null() {
-        return Err(OpenError::Resume(format!("cannot resume session {id:?}: its log has no meta entry")));
+        return Err(resume_error(&id)(ResumeError::NoMeta));
     }
-    let epoch = store.claim(&id).await.map_err(resume_error(&id))?;
+    let epoch = store.claim(&id).await.map_err(|e| resume_error(&id)(e.into()))?;
     config.session_id = id.clone();
     config.correlation.session_id = Some(Arc::from(id.as_str()));
     let journal = Journal::start(store, &id, epoch, folded.last_frame);
@@ -99,6 +95,6 @@ pub(super) async fn open_log(
     Ok(Opened { conv, journal: Some(journal), interrupted })
 }
 
-fn resume_error(id: &str) -> impl FnOnce(StoreError) -> OpenError + '_ {
-    move |e| OpenError::Resume(format!("cannot resume session {id:?}: {e}"))
+fn resume_error(id: &str) -> impl FnOnce(ResumeError) -> OpenError + '_ {
+    move |reason| OpenError::Resume { id: id.to_owned(), reason }
 }

@@ -4,7 +4,9 @@
 //! Owns: the rules of resume. The conversation is the last `history`
 //! entry plus the `message` entries after it. A `send` entry opens a send;
 //! the next `line` that is a `result` with its id closes it; a send still
-//! open at the end of the log was interrupted (its process died).
+//! open at the end of the log was interrupted (its process died). A
+//! `resume` entry closes the sends open before it (that resume reported
+//! them).
 
 use async_openai::types::chat::ChatCompletionRequestMessage;
 use serde_json::Value;
@@ -43,7 +45,9 @@ pub fn fold(entries: &[Stored]) -> Folded {
                 }
                 f.model = model.clone();
             }
-            Body::Resume { .. } => {}
+            // A resume reported (and told the model about) the sends open
+            // before it: a later resume must not report them again.
+            Body::Resume { .. } => open.clear(),
             Body::Message { message } => raw.push(message),
             Body::History { messages } => raw = messages.iter().collect(),
             Body::Send { send_id, message, .. } => open.push((send_id.clone(), message.clone())),
@@ -107,6 +111,9 @@ mod tests {
             stored(6, Body::Message { message: user("b") }),
             stored(7, Body::Message { message: json!({"role": "nonsense"}) }),
         ];
+        let mut resumed = log.to_vec();
+        resumed.push(stored(8, Body::Resume { pid: 1, host: "h".into() }));
+        assert!(fold(&resumed).interrupted.is_empty(), "reported by the resume that followed");
         let f = fold(&log);
         assert_eq!(f.messages.len(), 2);
         assert_eq!(f.unreadable, 1);

@@ -239,7 +239,7 @@ impl Worker {
                 protocol_version: PROTOCOL_VERSION.to_owned(),
                 error: Some(ErrorEnvelope::from(&e)),
             },
-            Err(e @ (OpenError::Config(_) | OpenError::Resume(_))) => return self.protocol_error(init.id, e).await,
+            Err(e @ (OpenError::Config(_) | OpenError::Resume { .. })) => return self.protocol_error(init.id, e).await,
         };
         let _ = self.outbox.send(OutgoingMessage::InitOk(reply)).await;
     }

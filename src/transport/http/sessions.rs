@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::api::{ApiError, read_body};
 use super::{App, HttpSession, MAX_QUEUE};
 use crate::config::Limits;
-use crate::session::{OpenError, Session};
+use crate::session::{OpenError, ResumeError, Session};
 use crate::store::StoreError;
 use crate::transport::hub::Hub;
 use crate::wire::{self, InitConfig, PROTOCOL_VERSION, ProtocolVersion};
@@ -72,8 +72,10 @@ pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<H
     let session = opened.map_err(|e| match e {
         OpenError::Version(e) => ApiError::new(StatusCode::BAD_REQUEST, "protocol_version_mismatch", e.to_string()),
         OpenError::Config(e) => invalid(&e),
-        OpenError::Resume(m) if m.contains("no stored session") => ApiError::not_found(m),
-        OpenError::Resume(m) => ApiError::new(StatusCode::CONFLICT, "CANNOT_RESUME", m),
+        e @ OpenError::Resume { reason: ResumeError::Store(StoreError::NotFound(_)), .. } => {
+            ApiError::not_found(e.to_string())
+        }
+        e @ OpenError::Resume { .. } => ApiError::new(StatusCode::CONFLICT, "CANNOT_RESUME", e.to_string()),
     })?;
     if let Some(j) = session.journal() {
         hub.attach(j.clone());
