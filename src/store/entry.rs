@@ -12,7 +12,9 @@
 //!   UUID per process and session), `n` counts its entries from 0; an
 //!   append of an id already stored is a no-op (a retried append);
 //! - `at_ms`: Unix time in milliseconds when the entry was made;
-//! - `body`: one of [`Body`]'s kinds.
+//! - `body`: one of [`Body`]'s kinds. Emitted lines that arrive together
+//!   share one `lines` entry (a long answer's deltas are hundreds of lines
+//!   a batch), so an entry's framing is paid per batch, not per line.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -48,6 +50,35 @@ pub enum Body {
         event: String,
         data: Value,
     },
+    /// Consecutive emitted lines logged together (what a journal batch
+    /// held), in frame order.
+    Lines { lines: Vec<LineOf> },
+}
+
+/// One line of a [`Body::Lines`] entry: the fields of a `line` body.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct LineOf {
+    pub frame: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_id: Option<String>,
+    pub event: String,
+    pub data: Value,
+}
+
+/// An emitted line as read back: `(frame, send_id, event, data)`.
+pub type LineRef<'a> = (u64, Option<&'a str>, &'a str, &'a Value);
+
+impl Stored {
+    /// The emitted lines this entry holds (none, one or many).
+    pub fn lines(&self) -> Vec<LineRef<'_>> {
+        match &self.body {
+            Body::Line { frame, send_id, event, data } => vec![(*frame, send_id.as_deref(), event, data)],
+            Body::Lines { lines } => {
+                lines.iter().map(|l| (l.frame, l.send_id.as_deref(), l.event.as_str(), &l.data)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// An entry as read back from a store.
@@ -83,28 +114,54 @@ impl NewEntry {
             Body::History { .. } => "history",
             Body::Send { .. } => "send",
             Body::Line { .. } => "line",
+            Body::Lines { .. } => "lines",
         };
         let body = serde_json::to_string(body).ok()?;
         Some(NewEntry { n, at_ms, kind, body })
     }
 
-    /// A `line` entry around `data`, one JSON object exactly as a writer
-    /// serialised it (not parsed again: the relay of a long answer logs
-    /// thousands of lines a second).
-    pub fn line(n: u64, at_ms: u64, frame: u64, send_id: Option<&str>, event: &str, data: &str) -> NewEntry {
-        let mut body = String::with_capacity(data.len() + 96);
-        body.push_str("{\"kind\":\"line\",\"frame\":");
-        body.push_str(&frame.to_string());
+    /// One emitted line as the fields of a `line` body, `{"frame":…,
+    /// "send_id":…,"event":…,"data":…}`, around `data`, one JSON object
+    /// exactly as a writer serialised it (not parsed again: the relay of a
+    /// long answer logs thousands of lines a second).
+    pub fn line_object(frame: u64, send_id: Option<&str>, event: &str, data: &str) -> String {
+        let mut obj = String::with_capacity(data.len() + 80);
+        obj.push_str("{\"frame\":");
+        obj.push_str(&frame.to_string());
         if let Some(id) = send_id {
-            body.push_str(",\"send_id\":");
-            push_json_str(&mut body, id);
+            obj.push_str(",\"send_id\":");
+            push_json_str(&mut obj, id);
         }
-        body.push_str(",\"event\":");
-        push_json_str(&mut body, event);
-        body.push_str(",\"data\":");
-        body.push_str(data);
-        body.push('}');
-        NewEntry { n, at_ms, kind: "line", body }
+        obj.push_str(",\"event\":");
+        push_json_str(&mut obj, event);
+        obj.push_str(",\"data\":");
+        obj.push_str(data);
+        obj.push('}');
+        obj
+    }
+
+    /// The entry for consecutive lines built by [`NewEntry::line_object`]:
+    /// a `line` entry for one, a `lines` entry for more.
+    pub fn lines(n: u64, at_ms: u64, objects: &[String]) -> NewEntry {
+        if let [one] = objects {
+            let body = format!("{{\"kind\":\"line\",{}", one.strip_prefix('{').unwrap_or(one));
+            return NewEntry { n, at_ms, kind: "line", body };
+        }
+        let mut body = String::with_capacity(objects.iter().map(|o| o.len() + 1).sum::<usize>() + 32);
+        body.push_str("{\"kind\":\"lines\",\"lines\":[");
+        for (i, o) in objects.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            body.push_str(o);
+        }
+        body.push_str("]}");
+        NewEntry { n, at_ms, kind: "lines", body }
+    }
+
+    /// A `line` entry (see [`NewEntry::line_object`]).
+    pub fn line(n: u64, at_ms: u64, frame: u64, send_id: Option<&str>, event: &str, data: &str) -> NewEntry {
+        NewEntry::lines(n, at_ms, &[NewEntry::line_object(frame, send_id, event, data)])
     }
 
     /// Appends the stored line for this entry at `seq` to `out` (no
@@ -166,6 +223,12 @@ mod tests {
         let back: Stored = serde_json::from_str(&odd).unwrap();
         assert!(matches!(back.body, Body::Line { send_id: Some(ref s), .. } if s == "a\"b\n"));
         assert_eq!(back.writer, "w\\");
+        let objects: Vec<String> =
+            (1..=3).map(|f| NewEntry::line_object(f, Some("s"), "content_delta", r#"{"x":1}"#)).collect();
+        let many: Stored = serde_json::from_str(&NewEntry::lines(5, 0, &objects).to_line(2, "w")).unwrap();
+        let frames: Vec<u64> = many.lines().iter().map(|l| l.0).collect();
+        assert_eq!(frames, [1, 2, 3]);
+        assert_eq!(many.lines()[2].3, &serde_json::json!({"x": 1}));
         let send = NewEntry::new(4, 11, &Body::Send { send_id: "3".into(), message: "hi".into(), compact: false });
         let back: Stored = serde_json::from_str(&send.unwrap().to_line(13, "w")).unwrap();
         assert_eq!(back.body, Body::Send { send_id: "3".into(), message: "hi".into(), compact: false });

@@ -70,6 +70,11 @@ impl FileStore {
         &self.root
     }
 
+    /// No log of `id` exists yet (one `stat`).
+    pub fn is_new(&self, id: &str) -> bool {
+        !self.path(id).exists()
+    }
+
     fn path(&self, id: &str) -> PathBuf {
         self.root.join(format!("{id}.jsonl"))
     }

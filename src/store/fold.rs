@@ -51,13 +51,15 @@ pub fn fold(entries: &[Stored]) -> Folded {
             Body::Message { message } => raw.push(message),
             Body::History { messages } => raw = messages.iter().collect(),
             Body::Send { send_id, message, .. } => open.push((send_id.clone(), message.clone())),
-            Body::Line { frame, event, send_id, .. } => {
-                f.last_frame = f.last_frame.max(*frame);
-                if event == "result"
-                    && let Some(id) = send_id
-                    && let Some(i) = open.iter().position(|(s, _)| s == id)
-                {
-                    open.remove(i);
+            Body::Line { .. } | Body::Lines { .. } => {
+                for (frame, send_id, event, _) in e.lines() {
+                    f.last_frame = f.last_frame.max(frame);
+                    if event == "result"
+                        && let Some(id) = send_id
+                        && let Some(i) = open.iter().position(|(s, _)| s == id)
+                    {
+                        open.remove(i);
+                    }
                 }
             }
         }
@@ -76,10 +78,9 @@ pub fn fold(entries: &[Stored]) -> Folded {
 pub fn lines_after(entries: &[Stored], after: u64) -> Vec<(u64, &Value, &str)> {
     entries
         .iter()
-        .filter_map(|e| match &e.body {
-            Body::Line { frame, data, event, .. } if *frame > after => Some((*frame, data, event.as_str())),
-            _ => None,
-        })
+        .flat_map(|e| e.lines())
+        .filter(|(frame, ..)| *frame > after)
+        .map(|(frame, _, event, data)| (frame, data, event))
         .collect()
 }
 

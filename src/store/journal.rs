@@ -26,8 +26,8 @@ const ATTEMPTS: u32 = 5;
 
 enum Cmd {
     Body(u64, Body),
-    /// A line entry, built by the caller; `n` and `at_ms` are set here.
-    Line(NewEntry),
+    /// A line's object (`NewEntry::line_object`), built by the caller.
+    Line(String),
     Durable(oneshot::Sender<()>),
     Close(oneshot::Sender<()>),
 }
@@ -82,7 +82,7 @@ impl Journal {
     /// newline). The entry is built here, in one copy of `data`; its time is
     /// the time of the append that stores it.
     pub fn line(&self, frame: u64, send_id: Option<&str>, event: &str, data: &str) {
-        let _ = self.tx.send(Cmd::Line(NewEntry::line(0, 0, frame, send_id, event, data)));
+        let _ = self.tx.send(Cmd::Line(NewEntry::line_object(frame, send_id, event, data)));
     }
 
     /// Resolves once everything handed in before this call is durable (or
@@ -117,29 +117,32 @@ async fn run(store: Store, session_id: Arc<str>, epoch: u64, mut rx: mpsc::Unbou
                 Err(_) => break,
             }
         }
-        let mut entries = Vec::with_capacity(cmds.len());
+        let mut entries = Vec::new();
         let mut waiters = Vec::new();
+        // Consecutive lines become one entry.
+        let mut lines: Vec<String> = Vec::new();
         let now = now_ms();
         for cmd in cmds {
-            let entry = match cmd {
-                Cmd::Body(at_ms, body) => NewEntry::new(n, at_ms, &body),
-                Cmd::Line(mut e) => {
-                    (e.n, e.at_ms) = (n, now);
-                    Some(e)
-                }
-                Cmd::Durable(w) => {
-                    waiters.push(w);
-                    continue;
-                }
-                Cmd::Close(w) => {
-                    closed = Some(w);
-                    continue;
-                }
-            };
-            if let Some(e) = entry {
-                entries.push(e);
+            if !matches!(cmd, Cmd::Line(_)) && !lines.is_empty() {
+                entries.push(NewEntry::lines(n, now, &lines));
                 n += 1;
+                lines.clear();
             }
+            match cmd {
+                Cmd::Line(object) => lines.push(object),
+                Cmd::Body(at_ms, body) => {
+                    if let Some(e) = NewEntry::new(n, at_ms, &body) {
+                        entries.push(e);
+                        n += 1;
+                    }
+                }
+                Cmd::Durable(w) => waiters.push(w),
+                Cmd::Close(w) => closed = Some(w),
+            }
+        }
+        if !lines.is_empty() {
+            entries.push(NewEntry::lines(n, now, &lines));
+            n += 1;
         }
         let durable = !waiters.is_empty() || closed.is_some();
         if !fenced && (!entries.is_empty() || durable) {

@@ -173,6 +173,9 @@ impl Store {
     pub async fn claim(&self, session_id: &str) -> Result<u64, StoreError> {
         check_id(session_id)?;
         match self {
+            // A new session's log is an empty file: created and locked
+            // inline (no blocking-pool hop before `init_ok`).
+            Store::File(s) if s.is_new(session_id) => s.claim(session_id),
             Store::File(s) => {
                 let s = s.clone();
                 let id = session_id.to_owned();

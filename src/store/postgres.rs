@@ -98,6 +98,9 @@ const SCHEMA_LOCK: i64 = 0x7069_726e;
 /// does not answer fails the operation (retried by the journal) instead of
 /// hanging it.
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// The session id of a broadcast that means "reload whatever you follow"
+/// (sent after the LISTEN connection was re-established).
+pub const RESYNC: &str = "";
 /// The NOTIFY channel.
 const CHANNEL: &str = "pirn_entries";
 
@@ -299,7 +302,13 @@ impl PgStore {
             .watch
             .get_or_init(|| async {
                 let (tx, _) = broadcast::channel(4096);
-                tokio::spawn(listen(self.config.clone(), self.tenant.clone(), tx.clone()));
+                let (ready, listening) = tokio::sync::oneshot::channel();
+                tokio::spawn(listen(self.config.clone(), self.tenant.clone(), tx.clone(), ready));
+                // Subscribers must not miss what is stored after they
+                // subscribe: wait until LISTEN is in force (bounded).
+                if tokio::time::timeout(TIMEOUT, listening).await.is_err() {
+                    tracing::warn!("postgres LISTEN not ready after {TIMEOUT:?}; followers may lag");
+                }
                 tx
             })
             .await;
@@ -308,10 +317,18 @@ impl PgStore {
 }
 
 /// Runs LISTEN for the life of the process, reconnecting when the
-/// connection drops.
-async fn listen(config: tokio_postgres::Config, tenant: String, tx: broadcast::Sender<Appended>) {
+/// connection drops. `ready` fires once LISTEN is first in force; after a
+/// reconnect every subscriber gets [`RESYNC`] (notifications may have been
+/// missed meanwhile: reload).
+async fn listen(
+    config: tokio_postgres::Config,
+    tenant: String,
+    tx: broadcast::Sender<Appended>,
+    ready: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut ready = Some(ready);
     loop {
-        match listen_once(&config, &tenant, &tx).await {
+        match listen_once(&config, &tenant, &tx, &mut ready).await {
             Ok(()) => tracing::warn!("postgres LISTEN connection closed, reconnecting"),
             Err(e) => tracing::warn!("postgres LISTEN connection lost, reconnecting: {e}"),
         }
@@ -323,11 +340,22 @@ async fn listen_once(
     config: &tokio_postgres::Config,
     tenant: &str,
     tx: &broadcast::Sender<Appended>,
+    ready: &mut Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+    let first = ready.take();
+    let tx2 = tx.clone();
     let listen = async move {
         client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+        match first {
+            Some(r) => {
+                let _ = r.send(());
+            }
+            None => {
+                let _ = tx2.send((Arc::from(RESYNC), 0));
+            }
+        }
         // Keep the client (and so the connection) alive.
         std::future::pending::<()>().await;
         Ok::<_, tokio_postgres::Error>(client)

@@ -23,7 +23,7 @@ use super::App;
 use super::api::ApiError;
 use super::sessions::store_error;
 use crate::store::fold::{fold, lines_after};
-use crate::store::{Appended, Body, Store, Stored};
+use crate::store::{Appended, Store, Stored};
 
 #[derive(Deserialize)]
 pub struct Since {
@@ -96,6 +96,7 @@ pub async fn follow(
                     _ = st.stop.cancelled() => return None,
                     got = st.watch.recv() => match got {
                         Ok((sid, seq)) if *sid == *st.id && seq > st.last_seq => break,
+                        Ok((sid, _)) if *sid == *crate::store::postgres::RESYNC => break,
                         Ok(_) => {}
                         Err(broadcast::error::RecvError::Lagged(_)) => break,
                         Err(broadcast::error::RecvError::Closed) => return None,
@@ -110,11 +111,11 @@ impl Follow {
     fn take(&mut self, entries: &[Stored]) {
         for e in entries {
             self.last_seq = self.last_seq.max(e.seq);
-            if let Body::Line { frame, event, data, .. } = &e.body
-                && *frame > self.after
-            {
-                self.after = *frame;
-                self.pending.push_back((*frame, event.clone(), data.to_string()));
+            for (frame, _, event, data) in e.lines() {
+                if frame > self.after {
+                    self.after = frame;
+                    self.pending.push_back((frame, event.to_owned(), data.to_string()));
+                }
             }
         }
     }
