@@ -208,7 +208,9 @@ fn looks_like_file(token: &str) -> bool {
         && token.chars().all(|c| c.is_alphanumeric() || "_-./".contains(c))
 }
 
-/// Every file name in the workspace (same walk limits as the listing).
+/// Every file name in the workspace (`.gitignore` honoured, hidden files
+/// left out, at most the listing's `MAX_VISITED` entries; unlike the
+/// listing, dependency directories count: a name found there exists).
 fn file_names(workspace: &Path) -> HashSet<String> {
     ignore::WalkBuilder::new(workspace)
         .require_git(false)

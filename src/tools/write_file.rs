@@ -72,8 +72,14 @@ pub fn is_drop_refusal(result: &str) -> bool {
 }
 
 /// The refusal of a rewrite that would drop most of an existing file's
-/// lines, the first time it is asked for in this send.
+/// lines (of at most `read_file::MAX_FILE_BYTES`), the first time it is
+/// asked for in this send.
 fn drop_guard(path: &Path, shown: &str, content: &str, ctx: &ToolContext) -> Option<String> {
+    // Only files read_file could have shown (it refuses larger ones): the
+    // old content is read whole.
+    if std::fs::metadata(path).ok()?.len() > super::read_file::MAX_FILE_BYTES {
+        return None;
+    }
     let old = std::fs::read_to_string(path).ok()?;
     let old_lines: Vec<&str> = old.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     if old_lines.len() < GUARDED_LINES {

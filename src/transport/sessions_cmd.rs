@@ -7,12 +7,7 @@
 
 use std::io::Write;
 
-use async_openai::types::chat::{
-    ChatCompletionMessageToolCalls, ChatCompletionRequestAssistantMessageContent, ChatCompletionRequestMessage,
-    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessageContent,
-    ChatCompletionRequestUserMessageContent,
-};
-
+use crate::conversation::Conversation;
 use crate::store::fold::fold;
 use crate::store::{Store, StoreError};
 
@@ -79,9 +74,9 @@ async fn execute(store: &Store, cmd: SessionsCommand, out: &mut Vec<u8>) -> Resu
         }
         SessionsCommand::Show { id } => {
             let folded = fold(&store.load(&id, 0).await?);
-            for m in &folded.messages {
-                let (role, text) = describe(m);
-                let _ = writeln!(out, "[{role}]\n{}\n", text.trim_end());
+            let conv = Conversation::restore(folded.messages, Default::default());
+            for i in 0..conv.len() {
+                let _ = writeln!(out, "[{}]\n{}\n", conv.role_of(i), conv.text_of(i).trim_end());
             }
             for (send, message) in &folded.interrupted {
                 let _ = writeln!(out, "[interrupted send {send}] {message}");
@@ -100,35 +95,4 @@ async fn execute(store: &Store, cmd: SessionsCommand, out: &mut Vec<u8>) -> Resu
         }
     }
     Ok(())
-}
-
-/// A message's role and readable text (tool calls as `name(args)`).
-fn describe(m: &ChatCompletionRequestMessage) -> (&'static str, String) {
-    match m {
-        ChatCompletionRequestMessage::System(s) => match &s.content {
-            ChatCompletionRequestSystemMessageContent::Text(t) => ("system", t.clone()),
-            _ => ("system", String::new()),
-        },
-        ChatCompletionRequestMessage::User(u) => match &u.content {
-            ChatCompletionRequestUserMessageContent::Text(t) => ("user", t.clone()),
-            _ => ("user", "(non-text content)".to_owned()),
-        },
-        ChatCompletionRequestMessage::Assistant(a) => {
-            let mut text = match &a.content {
-                Some(ChatCompletionRequestAssistantMessageContent::Text(t)) => t.clone(),
-                _ => String::new(),
-            };
-            for c in a.tool_calls.iter().flatten() {
-                if let ChatCompletionMessageToolCalls::Function(f) = c {
-                    text.push_str(&format!("\n→ {}({})", f.function.name, f.function.arguments));
-                }
-            }
-            ("assistant", text)
-        }
-        ChatCompletionRequestMessage::Tool(t) => match &t.content {
-            ChatCompletionRequestToolMessageContent::Text(t) => ("tool", t.clone()),
-            _ => ("tool", String::new()),
-        },
-        _ => ("other", String::new()),
-    }
 }
