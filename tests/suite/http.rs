@@ -58,7 +58,7 @@ pub async fn post(c: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
     call(c.post(url).header("content-type", "application/json").body(body.to_string())).await
 }
 
-async fn new_session(c: &reqwest::Client, base: &str, extra: Value) -> String {
+pub async fn new_session(c: &reqwest::Client, base: &str, extra: Value) -> String {
     let mut cfg =
         json!({"model": "mock-model", "system_prompt": "s", "tools": ["read_file", "glob", "bash", "write_file"]});
     cfg.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
@@ -475,11 +475,12 @@ fn openapi_lists_exactly_the_routes() {
 #[tokio::test]
 async fn every_documented_route_is_served() {
     let mock = MockServer::start(vec![Reply::text(&["x"])]).await;
-    let d = daemon(&mock.base_url(), &[]).await;
+    let d = daemon(&mock.base_url(), &["--terminals"]).await;
     let c = client();
     let sid = new_session(&c, &d.base, json!({})).await;
     for (method, path) in pirn::transport::http::ROUTES {
-        if *path == "/shutdown" || path.ends_with("/ws") || path.ends_with("/events") {
+        let websocket = path.ends_with("/ws") || path.ends_with("/shell") || path.starts_with("/ws/");
+        if *path == "/shutdown" || websocket || path.ends_with("/events") {
             continue; // covered by their own tests
         }
         let url = format!("{}{}", d.base, path.replace("{id}", &sid).replace("{request_id}", "perm_x"));

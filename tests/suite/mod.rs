@@ -19,4 +19,5 @@ mod persist;
 mod protocol;
 mod run_cmd;
 mod store;
+mod terminals;
 mod tools;

@@ -1,17 +1,16 @@
 //! Who may call `pirn serve`, and what browsers are told.
 //!
-//! Owns: the bearer-token check (every request but `GET /health` and CORS
-//! preflights when a token is set), compared in constant time without
-//! revealing the token's length, and the CORS policy (tower-http's
+//! Owns: the token check (every request but `GET /health`, `GET
+//! /api/health` and CORS preflights when a token is set), compared in
+//! constant time without revealing the token's length, and the CORS policy (tower-http's
 //! [`CorsLayer`]: any origin; preflights answered `204 No Content`).
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response as HttpResponse};
-use subtle::ConstantTimeEq;
 use tower_http::cors::{AllowHeaders, AllowMethods, Any, CorsLayer};
 
 use super::App;
@@ -26,6 +25,7 @@ pub fn cors() -> CorsLayer {
             header::CONTENT_TYPE,
             header::AUTHORIZATION,
             header::HeaderName::from_static("last-event-id"),
+            header::HeaderName::from_static(ACECODE_TOKEN),
         ]))
         .allow_methods(AllowMethods::list([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS]))
 }
@@ -41,10 +41,14 @@ pub async fn preflight_no_content(req: Request, next: Next) -> HttpResponse {
     resp
 }
 
-/// Refuses requests without the right bearer token (when one is set).
+/// Refuses requests without the right token (when one is set). The token
+/// may come as `Authorization: Bearer <token>`, as ACECode's
+/// `X-ACECode-Token: <token>`, or, on a WebSocket upgrade (browsers cannot
+/// set headers there), as `?token=<token>`.
 pub async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> HttpResponse {
-    let open = req.method() == Method::GET && req.uri().path() == "/health";
-    if open || authorized(app.token.as_deref(), req.headers()) {
+    let path = req.uri().path();
+    let open = req.method() == Method::GET && (path == "/health" || path == "/api/health");
+    if open || authorized(app.token.as_deref(), &req) {
         next.run(req).await
     } else {
         ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "missing or wrong Authorization: Bearer token")
@@ -52,37 +56,28 @@ pub async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next
     }
 }
 
-/// True when no token is set or `Authorization: Bearer <token>` matches.
-fn authorized(token: Option<&str>, headers: &HeaderMap) -> bool {
+/// True when no token is set or one of the accepted places carries it.
+fn authorized(token: Option<&str>, req: &Request) -> bool {
     let Some(token) = token else { return true };
-    let given =
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    given.is_some_and(|g| tokens_match(g.as_bytes(), token.as_bytes()))
+    let headers = req.headers();
+    let header = |name| headers.get(name).and_then(|v: &header::HeaderValue| v.to_str().ok());
+    let bearer = header(header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
+    let upgrade = header(header::UPGRADE.as_str()).is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    let query = upgrade.then(|| query_token(req.uri())).flatten();
+    [bearer, header(ACECODE_TOKEN), query.as_deref()]
+        .into_iter()
+        .flatten()
+        .any(|given| crate::secret::matches(given.as_bytes(), token.as_bytes()))
 }
 
-/// Constant-time comparison whose duration depends only on the length of
-/// `given` (which the caller knows), never on the secret's length or
-/// content: `given` is compared with the secret repeated to its length, and
-/// the lengths are compared with `subtle` too.
-fn tokens_match(given: &[u8], secret: &[u8]) -> bool {
-    if secret.is_empty() {
-        return false;
-    }
-    let expected: Vec<u8> = secret.iter().copied().cycle().take(given.len()).collect();
-    let same_len = (given.len() as u64).ct_eq(&(secret.len() as u64));
-    (given.ct_eq(&expected) & same_len).into()
-}
+/// ACECode's token header.
+const ACECODE_TOKEN: &str = "x-acecode-token";
 
-#[cfg(test)]
-mod tests {
-    use super::tokens_match;
-
-    #[test]
-    fn tokens_match_only_exactly() {
-        assert!(tokens_match(b"s3cret", b"s3cret"));
-        for wrong in [&b""[..], b"s3cre", b"s3crets", b"s3crets3cret", b"S3cret"] {
-            assert!(!tokens_match(wrong, b"s3cret"), "{wrong:?}");
-        }
-        assert!(!tokens_match(b"", b""));
+/// The `token` query parameter, percent-decoded.
+fn query_token(uri: &axum::http::Uri) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Q {
+        token: Option<String>,
     }
+    axum::extract::Query::<Q>::try_from_uri(uri).ok()?.0.token
 }

@@ -8,16 +8,20 @@
 //! waits for the answers in flight.
 //!
 //! One file per concern: [`api`] (error bodies, body cap), [`auth`] (token,
-//! CORS), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]. Every behaviour
+//! CORS), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]; with
+//! `--terminals`, [`shell`] (muti's shell WebSocket) and [`console`]
+//! (ACECode's console PTYs), whose routes otherwise answer 404. Every behaviour
 //! of a send lives in `session`/`agent`; each session's output goes through
 //! its [`Hub`].
 
 pub mod api;
 pub mod auth;
+pub mod console;
 pub mod events;
 pub mod history;
 pub mod sends;
 pub mod sessions;
+pub mod shell;
 pub mod ws;
 
 use std::collections::HashMap;
@@ -34,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Environment;
 use crate::session::Session;
+use crate::terminal::{TerminalOptions, Terminals};
 use crate::transport::hub::Hub;
 use crate::transport::signal::shutdown_signal;
 use api::ApiError;
@@ -63,6 +68,14 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{id}/compact"),
     ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
     ("GET", "/v1/sessions/{id}/ws"),
+    ("GET", "/agents/{agent_id}/shell"),
+    ("GET", "/api/health"),
+    ("GET", "/api/pty"),
+    ("POST", "/api/pty"),
+    ("DELETE", "/api/pty/{id}"),
+    ("POST", "/api/pty/{id}/resize"),
+    ("POST", "/api/pty/{id}/title"),
+    ("GET", "/ws/pty/{id}"),
 ];
 
 /// `pirn serve` options.
@@ -74,6 +87,8 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// How long a send may wait in a session's queue.
     pub queue_timeout: Duration,
+    /// Terminals (`--terminals`); `None`: their routes answer 404.
+    pub terminals: Option<TerminalOptions>,
 }
 
 /// A live session and its hub.
@@ -101,6 +116,11 @@ pub struct App {
     shutdown: CancellationToken,
     queue_timeout: Duration,
     env: Environment,
+    terminals: Option<Arc<Terminals>>,
+    /// This daemon's identity and start, for ACECode's `/api/health`.
+    guid: String,
+    port: u16,
+    started: std::time::Instant,
 }
 
 impl App {
@@ -116,6 +136,23 @@ impl App {
     fn all(&self) -> Vec<Arc<HttpSession>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
+
+    /// The terminals, or 404 when the daemon runs without `--terminals`.
+    fn terminals(&self) -> Result<Arc<Terminals>, ApiError> {
+        self.terminals
+            .clone()
+            .ok_or_else(|| ApiError::not_found("terminals are off (start pirn serve with --terminals)"))
+    }
+
+    /// `{available, backend}`, as ACECode's health shows its console.
+    fn console_health(&self) -> serde_json::Value {
+        serde_json::json!({"available": self.terminals.is_some(), "backend": crate::terminal::console::BACKEND})
+    }
+}
+
+/// True for 127.0.0.0/8 and ::1, IPv4-mapped ones included.
+pub fn is_loopback(peer: SocketAddr) -> bool {
+    peer.ip().to_canonical().is_loopback()
 }
 
 /// Runs the daemon until `POST /shutdown`, SIGTERM or SIGINT; returns the
@@ -136,13 +173,18 @@ pub async fn serve(opts: ServeOptions) -> i32 {
             return 2;
         }
     };
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let local = listener.local_addr().ok();
+    let addr = local.map(|a| a.to_string()).unwrap_or_default();
     let app = Arc::new(App {
         sessions: Mutex::new(HashMap::new()),
         token: opts.token.filter(|t| !t.is_empty()),
         shutdown: CancellationToken::new(),
         queue_timeout: opts.queue_timeout,
         env: crate::transport::stdio::with_store(Environment::from_process()).await,
+        terminals: opts.terminals.map(Terminals::new),
+        guid: uuid::Uuid::new_v4().to_string(),
+        port: local.map_or(opts.port, |a| a.port()),
+        started: std::time::Instant::now(),
     });
     // The one line serve prints: where it listens (scripts read it).
     let mut out = std::io::stdout();
@@ -159,13 +201,17 @@ pub async fn serve(opts: ServeOptions) -> i32 {
             }
             // Streams that follow a session log end with it.
             app.shutdown.cancel();
+            if let Some(t) = &app.terminals {
+                t.kill_all();
+            }
             for s in app.all() {
                 s.close().await;
             }
             stopped.cancel();
         }
     };
-    let server = axum::serve(listener, router(app.clone())).with_graceful_shutdown(stop).into_future();
+    let service = router(app.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let server = axum::serve(listener, service).with_graceful_shutdown(stop).into_future();
     let server = async {
         tokio::pin!(server);
         tokio::select! {
@@ -184,8 +230,19 @@ pub async fn serve(opts: ServeOptions) -> i32 {
 }
 
 fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let mut router = Router::new();
+    if app.terminals.is_some() {
+        router = router
+            .route("/agents/{agent_id}/shell", get(shell::shell))
+            .route("/api/pty", get(console::list).post(console::create))
+            .route("/api/pty/{id}", axum::routing::delete(console::delete))
+            .route("/api/pty/{id}/resize", post(console::resize))
+            .route("/api/pty/{id}/title", post(console::title))
+            .route("/ws/pty/{id}", get(console::websocket));
+    }
+    router
         .route("/health", get(sessions::health))
+        .route("/api/health", get(console::health))
         .route("/shutdown", post(sessions::shutdown))
         .route("/v1/sessions", get(sessions::list_sessions).post(sessions::create_session))
         .route("/v1/sessions/{id}", get(sessions::session_status).delete(sessions::delete_session))

@@ -24,6 +24,7 @@ pub async fn health(State(app): State<Arc<App>>) -> axum::Json<Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "protocol_version": PROTOCOL_VERSION,
         "sessions": app.all().len(),
+        "console": app.console_health(),
     }))
 }
 

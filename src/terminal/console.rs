@@ -1,0 +1,221 @@
+//! ACECode's console PTYs (`../shared/reference/acecode-daemon-api.md`,
+//! section 7): shells on a PTY that outlive their WebSockets.
+//!
+//! Owns: the table of consoles (ids `pty-1`, `pty-2`, …; at most
+//! [`MAX_CONSOLES`]), each console's output [`Backlog`] fed by a pump task,
+//! its title and status, and the change signal readers wait on. A console
+//! lives until its shell exits *and* it is deleted, or until the daemon
+//! stops; an exited console stays listed (with its `exit_code`) until then.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::backlog::{BACKLOG_BYTES, Backlog};
+use super::process::{Event, Events, InputError, Mode, Output, Process, Spec};
+
+/// Consoles at once (ACECode's limit; exited ones count until deleted).
+pub const MAX_CONSOLES: usize = 16;
+/// Longest title kept (bytes, cut at a character boundary).
+pub const MAX_TITLE: usize = 200;
+/// The PTY backend, as `/api/health` and session info name it.
+pub const BACKEND: &str = "posix";
+
+/// Why a console was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    #[error("console limit reached ({MAX_CONSOLES} sessions)")]
+    Limit,
+    #[error("cwd {0:?} is not an existing directory")]
+    Cwd(PathBuf),
+    #[error(transparent)]
+    Spawn(#[from] super::process::SpawnError),
+}
+
+/// The daemon's consoles.
+#[derive(Default)]
+pub struct Consoles {
+    map: Mutex<BTreeMap<u64, Arc<Console>>>,
+    next: AtomicU64,
+}
+
+impl Consoles {
+    /// Starts `shell` on a new 24×80 PTY in `cwd`. Errors: [`ConsoleError`].
+    pub fn create(&self, shell: &str, cwd: &Path, title: Option<&str>) -> Result<Arc<Console>, ConsoleError> {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MAX_CONSOLES {
+            return Err(ConsoleError::Limit);
+        }
+        let cwd = cwd.canonicalize().ok().filter(|c| c.is_dir()).ok_or_else(|| ConsoleError::Cwd(cwd.into()))?;
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let spec = Spec {
+            program: shell.to_owned(),
+            args: Vec::new(),
+            env: vec![("TERM".into(), "xterm-256color".into())],
+            cwd: cwd.clone(),
+            mode: Mode::Tty { rows: 24, cols: 80 },
+        };
+        let (process, output) = Process::spawn(&spec)?;
+        let title = title.map(clean_title).filter(|t| !t.is_empty()).unwrap_or_else(|| format!("Terminal {n}"));
+        let (changed, _) = watch::channel(());
+        let console = Arc::new(Console {
+            id: format!("pty-{n}"),
+            shell: shell.to_owned(),
+            cwd,
+            process,
+            title: Mutex::new(title),
+            state: Mutex::new(State { backlog: Backlog::new(BACKLOG_BYTES), exit_code: None }),
+            changed,
+        });
+        tokio::spawn(pump(console.clone(), output));
+        map.insert(n, console.clone());
+        Ok(console)
+    }
+
+    /// The console named `id`.
+    pub fn get(&self, id: &str) -> Option<Arc<Console>> {
+        let n = id.strip_prefix("pty-")?.parse::<u64>().ok()?;
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).get(&n).cloned()
+    }
+
+    /// Every console, oldest first.
+    pub fn list(&self) -> Vec<Arc<Console>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+
+    /// Removes `id` and kills its shell; false when there is no such console.
+    pub fn delete(&self, id: &str) -> bool {
+        let Some(n) = id.strip_prefix("pty-").and_then(|n| n.parse::<u64>().ok()) else { return false };
+        let removed = self.map.lock().unwrap_or_else(|p| p.into_inner()).remove(&n);
+        removed.inspect(|c| c.process.kill()).is_some()
+    }
+
+    /// Kills every console's shell (the daemon is stopping).
+    pub fn kill_all(&self) {
+        for c in self.list() {
+            c.process.kill();
+        }
+    }
+}
+
+/// One console; see the module doc.
+pub struct Console {
+    pub id: String,
+    pub shell: String,
+    pub cwd: PathBuf,
+    process: Process,
+    title: Mutex<String>,
+    state: Mutex<State>,
+    changed: watch::Sender<()>,
+}
+
+struct State {
+    backlog: Backlog,
+    /// Set once the shell has exited and all its output is in the backlog.
+    exit_code: Option<i32>,
+}
+
+/// What a reader gets: bytes from its cursor, where they end, and the exit
+/// code once the console has finished and the reader has caught up.
+#[derive(Debug)]
+pub struct Chunk {
+    pub bytes: Vec<u8>,
+    pub cursor: u64,
+    pub exit_code: Option<i32>,
+}
+
+impl Console {
+    /// Session info, as ACECode shows it (`exit_code` only once exited).
+    pub fn info(&self) -> Value {
+        let exit_code = self.state.lock().unwrap_or_else(|p| p.into_inner()).exit_code;
+        let mut info = json!({
+            "id": self.id,
+            "title": *self.title.lock().unwrap_or_else(|p| p.into_inner()),
+            "shell": self.shell,
+            "cwd": self.cwd,
+            "status": if exit_code.is_some() { "exited" } else { "running" },
+            "pid": self.process.pid(),
+            "backend": BACKEND,
+        });
+        if let Some(code) = exit_code {
+            info["exit_code"] = code.into();
+        }
+        info
+    }
+
+    /// Sets the title; blank titles are ignored, long ones cut to
+    /// [`MAX_TITLE`] bytes.
+    pub fn set_title(&self, title: &str) {
+        let title = clean_title(title);
+        if !title.is_empty() {
+            *self.title.lock().unwrap_or_else(|p| p.into_inner()) = title;
+        }
+    }
+
+    /// Keyboard bytes for the shell.
+    pub fn input(&self, bytes: Bytes) -> Result<(), InputError> {
+        self.process.write(bytes)
+    }
+
+    pub fn resize(&self, rows: u16, cols: u16) {
+        self.process.resize(rows, cols);
+    }
+
+    /// The next bytes from `cursor` (at most `max`); a cursor older than the
+    /// backlog reads from its start, one past its end from the end.
+    pub fn read(&self, cursor: u64, max: usize) -> Chunk {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (bytes, cursor) = state.backlog.read(cursor, max);
+        let exit_code = state.exit_code.filter(|_| cursor == state.backlog.end());
+        Chunk { bytes, cursor, exit_code }
+    }
+
+    /// Where the output ends now.
+    pub fn end(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).backlog.end()
+    }
+
+    /// A receiver that wakes on new output or the exit.
+    pub fn subscribe(&self) -> watch::Receiver<()> {
+        self.changed.subscribe()
+    }
+}
+
+/// Moves the shell's output into the backlog, then records its exit.
+async fn pump(console: Arc<Console>, mut events: Events) {
+    while let Some(event) = events.next().await {
+        let mut state = console.state.lock().unwrap_or_else(|p| p.into_inner());
+        match event {
+            Event::Output(Output::Stdout(b) | Output::Stderr(b)) => state.backlog.push(&b),
+            Event::Exit(code) => state.exit_code = Some(code),
+        }
+        drop(state);
+        console.changed.send_replace(());
+    }
+}
+
+/// Trims and cuts a title to [`MAX_TITLE`] bytes at a character boundary.
+fn clean_title(title: &str) -> String {
+    let title = title.trim();
+    let mut end = title.len().min(MAX_TITLE);
+    while !title.is_char_boundary(end) {
+        end -= 1;
+    }
+    title[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn titles_are_cut_at_char_boundaries() {
+        assert_eq!(super::clean_title("  x  "), "x");
+        let long = "é".repeat(150);
+        let cut = super::clean_title(&long);
+        assert_eq!((cut.len(), cut.chars().count()), (200, 100));
+    }
+}

@@ -1,0 +1,420 @@
+//! One terminal process: a command on a pseudo-terminal (portable-pty) or on
+//! pipes, in a session of its own, with its output as a stream of chunks.
+//!
+//! Owns: spawning ([`Process::spawn`]), input ([`Process::write`]), window
+//! size ([`Process::resize`]), signals ([`Process::signal`]), the exit code
+//! ([`Process::exited`]) and the kill ([`Process::kill`], also on drop).
+//!
+//! Every process is a **session leader** (`setsid`: portable-pty does it for
+//! a PTY, a `pre_exec` hook for pipes), so "the whole process" is its
+//! session: a kill sends SIGKILL to the leader's group and to every process
+//! whose session id is the leader's (found in `/proc`), which also catches
+//! the jobs an interactive shell puts in groups of their own.
+//!
+//! The exit code is read by a waiter thread with `waitid(WNOWAIT)` first:
+//! the leader stays a zombie (its pid cannot be reused) while the session's
+//! stragglers are killed and the `exited` flag is set under the same lock
+//! every kill takes; only then is it reaped. So no kill can hit a reused pid.
+//! The code is the program's own, or 128 + the signal that killed it.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use portable_pty::{CommandBuilder, MasterPty, PtySize};
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, watch};
+
+/// Largest output chunk handed on (bytes).
+pub const CHUNK: usize = 64 * 1024;
+/// Output chunks buffered between the process and its reader.
+const OUTPUT_QUEUE: usize = 64;
+/// Input writes buffered before [`Process::write`] refuses more.
+const INPUT_QUEUE: usize = 256;
+/// Environment variables of the daemon a terminal never inherits.
+const SECRET_ENV: &[&str] = &["PIRN_TOKEN", "PIRN_SHELL_PASSWORD"];
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Added to (and overriding) the daemon's environment.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub mode: Mode,
+}
+
+/// A PTY (one output stream, window size, job control) or plain pipes
+/// (stdout and stderr apart, no window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Tty { rows: u16, cols: u16 },
+    Stream,
+}
+
+/// A chunk of output, at most [`CHUNK`] bytes.
+#[derive(Debug, Clone)]
+pub enum Output {
+    Stdout(Bytes),
+    Stderr(Bytes),
+}
+
+/// What a process does next, in order: its output, then its exit.
+#[derive(Debug)]
+pub enum Event {
+    Output(Output),
+    /// The last event: the program's code, or 128 + signal.
+    Exit(i32),
+}
+
+/// A process's output then its exit code (see [`Events::next`]).
+pub struct Events {
+    output: Option<mpsc::Receiver<Output>>,
+    exit: watch::Receiver<Option<i32>>,
+    drain_by: Option<tokio::time::Instant>,
+    done: bool,
+}
+
+/// How long output may still come once the process has exited (a process
+/// that escaped the session can hold the terminal open).
+pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Events {
+    /// The next event; `None` after [`Event::Exit`]. Output ends when every
+    /// holder of the terminal or pipes has closed it, or [`DRAIN`] after the
+    /// exit, whichever is first.
+    pub async fn next(&mut self) -> Option<Event> {
+        if self.done {
+            return None;
+        }
+        while let Some(output) = &mut self.output {
+            let exited = self.exit.borrow().is_some();
+            if exited && self.drain_by.is_none() {
+                self.drain_by = Some(tokio::time::Instant::now() + DRAIN);
+            }
+            let drain_by = self.drain_by.unwrap_or_else(tokio::time::Instant::now);
+            tokio::select! {
+                chunk = output.recv() => match chunk {
+                    Some(chunk) => return Some(Event::Output(chunk)),
+                    None => self.output = None,
+                },
+                changed = self.exit.changed(), if !exited => {
+                    if changed.is_err() {
+                        // The waiter is gone without a code: nothing more will come.
+                        self.output = None;
+                    }
+                }
+                _ = tokio::time::sleep_until(drain_by), if exited => self.output = None,
+            }
+        }
+        self.done = true;
+        let code = self.exit.wait_for(Option::is_some).await.ok().and_then(|c| *c).unwrap_or(-1);
+        Some(Event::Exit(code))
+    }
+}
+
+/// Why a process could not start (the message names the program).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start {program:?}: {reason}")]
+pub struct SpawnError {
+    pub program: String,
+    pub reason: String,
+}
+
+/// Why input was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("the process has closed its input")]
+    Closed,
+    #[error("the process is not reading its input ({INPUT_QUEUE} writes pending)")]
+    Backlog,
+}
+
+/// A running (or finished) terminal process. Dropping it kills its session.
+pub struct Process {
+    pid: i32,
+    input: mpsc::Sender<Bytes>,
+    master: Option<Mutex<Box<dyn MasterPty + Send>>>,
+    leader: Arc<Leader>,
+    exit: watch::Receiver<Option<i32>>,
+}
+
+/// The kill side shared with the waiter thread (see the module doc).
+struct Leader {
+    pid: i32,
+    exited: Mutex<bool>,
+}
+
+impl Leader {
+    fn kill(&self) {
+        let exited = self.exited.lock().unwrap_or_else(|p| p.into_inner());
+        if !*exited {
+            kill_session(self.pid);
+        }
+    }
+}
+
+impl Process {
+    /// Starts `spec`; [`Events`] yields its output, then its exit.
+    ///
+    /// Errors: the PTY cannot be opened, or the program cannot be executed
+    /// (not found, not executable, bad `cwd`).
+    pub fn spawn(spec: &Spec) -> Result<(Process, Events), SpawnError> {
+        let fail = |reason: String| SpawnError { program: spec.program.clone(), reason };
+        let (process, output) = match spec.mode {
+            Mode::Tty { rows, cols } => spawn_pty(spec, rows, cols).map_err(|e| fail(format!("{e:#}")))?,
+            Mode::Stream => spawn_pipes(spec).map_err(|e| fail(e.to_string()))?,
+        };
+        let events = Events { output: Some(output), exit: process.exit.clone(), drain_by: None, done: false };
+        Ok((process, events))
+    }
+
+    /// The leader's process id.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Queues `bytes` for the process's input without waiting.
+    pub fn write(&self, bytes: Bytes) -> Result<(), InputError> {
+        self.input.try_send(bytes).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => InputError::Backlog,
+            mpsc::error::TrySendError::Closed(_) => InputError::Closed,
+        })
+    }
+
+    /// Sets the terminal's window size (the program gets SIGWINCH); a no-op
+    /// on pipes.
+    pub fn resize(&self, rows: u16, cols: u16) {
+        if let Some(master) = &self.master {
+            let master = master.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = master.resize(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }) {
+                tracing::debug!("terminal {}: resize to {rows}x{cols}: {e:#}", self.pid);
+            }
+        }
+    }
+
+    /// Sends `signal` where a terminal would: on a PTY to its foreground
+    /// process group (what Ctrl-C reaches), on pipes to the process group.
+    /// Unknown signal numbers are ignored.
+    pub fn signal(&self, signal: i32) {
+        if !(1..=64).contains(&signal) {
+            return;
+        }
+        let exited = self.leader.exited.lock().unwrap_or_else(|p| p.into_inner());
+        if *exited {
+            return;
+        }
+        let group = self
+            .master
+            .as_ref()
+            .and_then(|m| m.lock().unwrap_or_else(|p| p.into_inner()).process_group_leader())
+            .unwrap_or(self.pid);
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe {
+            libc::killpg(group, signal);
+        }
+    }
+
+    /// Kills the process's whole session (idempotent).
+    pub fn kill(&self) {
+        self.leader.kill();
+    }
+
+    /// A handle that kills this process from elsewhere (the daemon's stop).
+    pub fn killer(&self) -> Killer {
+        Killer(self.leader.clone())
+    }
+
+    /// The exit code once known: the program's, or 128 + signal.
+    pub fn exit_code(&self) -> Option<i32> {
+        *self.exit.borrow()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Kills one terminal process's session; see [`Process::killer`].
+#[derive(Clone)]
+pub struct Killer(Arc<Leader>);
+
+impl Killer {
+    pub fn kill(&self) {
+        self.0.kill();
+    }
+}
+
+fn spawn_pty(spec: &Spec, rows: u16, cols: u16) -> anyhow::Result<(Process, mpsc::Receiver<Output>)> {
+    let pair = portable_pty::native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 })?;
+    let mut cmd = CommandBuilder::new(&spec.program);
+    cmd.args(&spec.args);
+    for name in SECRET_ENV {
+        cmd.env_remove(name);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    cmd.cwd(&spec.cwd);
+    let child = pair.slave.spawn_command(cmd)?;
+    // Only the child holds the terminal's slave side: its end is our EOF.
+    drop(pair.slave);
+    let pid = child.process_id().map(|p| p as i32).ok_or_else(|| anyhow::anyhow!("no process id"))?;
+    // The waiter thread reaps by pid; portable-pty's handle is never waited on.
+    drop(child);
+    let leader = Arc::new(Leader { pid, exited: Mutex::new(false) });
+    let exit = start_waiter(leader.clone());
+    let mut reader = pair.master.try_clone_reader()?;
+    let mut writer = pair.master.take_writer()?;
+    let (out_tx, out_rx) = mpsc::channel(OUTPUT_QUEUE);
+    std::thread::Builder::new().name(format!("pty-read-{pid}")).spawn(move || {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            match reader.read(&mut buf) {
+                // EIO once no process holds the slave side any more.
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if out_tx.blocking_send(Output::Stdout(Bytes::copy_from_slice(&buf[..n]))).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    })?;
+    let (in_tx, mut in_rx) = mpsc::channel::<Bytes>(INPUT_QUEUE);
+    std::thread::Builder::new().name(format!("pty-write-{pid}")).spawn(move || {
+        while let Some(bytes) = in_rx.blocking_recv() {
+            if writer.write_all(&bytes).and_then(|()| writer.flush()).is_err() {
+                break;
+            }
+        }
+    })?;
+    let process = Process { pid, input: in_tx, master: Some(Mutex::new(pair.master)), leader, exit };
+    Ok((process, out_rx))
+}
+
+fn spawn_pipes(spec: &Spec) -> std::io::Result<(Process, mpsc::Receiver<Output>)> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut cmd = std::process::Command::new(&spec.program);
+    cmd.args(&spec.args).current_dir(&spec.cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for name in SECRET_ENV {
+        cmd.env_remove(name);
+    }
+    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    // SAFETY: setsid and prctl are async-signal-safe system calls on no
+    // shared memory; the closure runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The process ends with the thread that spawned it (the
+            // daemon's runtime thread): a SIGKILLed daemon leaves no shell.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let pid = child.id() as i32;
+    let leader = Arc::new(Leader { pid, exited: Mutex::new(false) });
+    let exit = start_waiter(leader.clone());
+    let missing = || std::io::Error::other("pipe not opened");
+    let stdin = tokio::net::unix::pipe::Sender::from_owned_fd(child.stdin.take().ok_or_else(missing)?.into())?;
+    let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(child.stdout.take().ok_or_else(missing)?.into())?;
+    let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(child.stderr.take().ok_or_else(missing)?.into())?;
+    let (out_tx, out_rx) = mpsc::channel(OUTPUT_QUEUE);
+    tokio::spawn(pump(stdout, out_tx.clone(), Output::Stdout));
+    tokio::spawn(pump(stderr, out_tx, Output::Stderr));
+    let (in_tx, mut in_rx) = mpsc::channel::<Bytes>(INPUT_QUEUE);
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = stdin;
+        while let Some(bytes) = in_rx.recv().await {
+            if stdin.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok((Process { pid, input: in_tx, master: None, leader, exit }, out_rx))
+}
+
+async fn pump(mut pipe: tokio::net::unix::pipe::Receiver, tx: mpsc::Sender<Output>, wrap: fn(Bytes) -> Output) {
+    let mut buf = vec![0u8; CHUNK];
+    while let Ok(n @ 1..) = pipe.read(&mut buf).await {
+        if tx.send(wrap(Bytes::copy_from_slice(&buf[..n]))).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Starts the thread that reports the leader's exit (see the module doc).
+fn start_waiter(leader: Arc<Leader>) -> watch::Receiver<Option<i32>> {
+    let (tx, rx) = watch::channel(None);
+    let spawned = std::thread::Builder::new().name(format!("pty-wait-{}", leader.pid)).spawn(move || {
+        let code = wait_leader(&leader);
+        let _ = tx.send(Some(code));
+    });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start a waiter thread: {e}");
+    }
+    rx
+}
+
+fn wait_leader(leader: &Leader) -> i32 {
+    // SAFETY: waitid/waitpid write only into the stack values passed.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        loop {
+            let r = libc::waitid(libc::P_PID, leader.pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT);
+            if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+        {
+            let mut exited = leader.exited.lock().unwrap_or_else(|p| p.into_inner());
+            // The leader is a zombie: its session id is still its own.
+            kill_session(leader.pid);
+            *exited = true;
+        }
+        let mut status = 0;
+        while libc::waitpid(leader.pid, &mut status, 0) == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        if libc::WIFSIGNALED(status) { 128 + libc::WTERMSIG(status) } else { libc::WEXITSTATUS(status) }
+    }
+}
+
+/// SIGKILLs the group `sid` and every process whose session is `sid`.
+fn kill_session(sid: i32) {
+    // SAFETY: kill/killpg have no memory-safety preconditions.
+    unsafe {
+        libc::killpg(sid, libc::SIGKILL);
+    }
+    for pid in session_members(sid) {
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Processes whose session id is `sid`, from `/proc/*/stat` (field 6).
+fn session_members(sid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // "pid (comm) state ppid pgrp session …"; comm may hold spaces or ')'.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        if rest.split_whitespace().nth(3).and_then(|s| s.parse::<i32>().ok()) == Some(sid) && pid != sid {
+            found.push(pid);
+        }
+    }
+    found
+}
