@@ -67,14 +67,15 @@ impl Rule {
             }
         };
         let tool = tool.trim();
-        if !crate::tools::ALL_TOOLS.contains(&tool) && tool != "*" {
+        let mcp = tool.starts_with(crate::mcp::client::PREFIX);
+        if !crate::tools::ALL_TOOLS.contains(&tool) && tool != "*" && !mcp {
             return Err(RuleError::UnknownTool { rule: text.to_owned(), tool: tool.to_owned() });
         }
         let pattern = match pattern {
             None => None,
             Some(p) => Some(
                 GlobBuilder::new(p.trim())
-                    .literal_separator(tool != "bash")
+                    .literal_separator(tool != "bash" && !mcp)
                     .build()
                     .map_err(|e| RuleError::Glob { rule: text.to_owned(), message: e.to_string() })?
                     .compile_matcher(),
@@ -84,7 +85,12 @@ impl Rule {
     }
 
     fn matches(&self, tool: &str, subject: Option<&str>) -> bool {
-        if self.tool != "*" && self.tool != tool {
+        // `*` is any tool; `mcp__fs__*` any tool of server fs.
+        let named = match self.tool.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(prefix),
+            None => self.tool == tool,
+        };
+        if !named {
             return false;
         }
         match (&self.pattern, subject) {
@@ -169,6 +175,35 @@ impl Policy {
                 Verdict::Deny(format!("{tool} is not allowed in plan mode: read, then write the plan"))
             }
             _ => Verdict::Allow,
+        }
+    }
+}
+
+impl Policy {
+    /// The verdict for calling MCP tool `tool` with `args`: the rules first
+    /// (a rule's pattern is matched against the arguments as compact JSON),
+    /// then the mode. An MCP tool can do anything, so unless its server
+    /// marks it read-only it is treated like `bash`: asked in `auto-edit` and
+    /// `suggest`, refused in `plan`.
+    pub fn check_mcp(&self, tool: &str, args: &Value, read_only: bool) -> Verdict {
+        let subject = args.to_string();
+        let subject = Some(subject.as_str());
+        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
+            return Verdict::Deny(format!("{tool} is denied by the rule {}", rule.text));
+        }
+        if let Some(rule) = self.ask.iter().find(|r| r.matches(tool, subject)) {
+            return Verdict::Ask(format!("{tool} requires approval by the rule {}", rule.text));
+        }
+        if self.allow.iter().any(|r| r.matches(tool, subject)) || read_only {
+            return Verdict::Allow;
+        }
+        let mode = self.mode.name();
+        match self.mode {
+            ApprovalMode::FullAuto => Verdict::Allow,
+            ApprovalMode::Plan => Verdict::Deny(format!("{tool} is not allowed in plan mode (not marked read-only)")),
+            ApprovalMode::AutoEdit | ApprovalMode::Suggest => {
+                Verdict::Ask(format!("{tool} (an MCP tool not marked read-only) requires approval in {mode} mode"))
+            }
         }
     }
 }

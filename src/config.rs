@@ -164,6 +164,8 @@ pub enum ConfigError {
     Cassette(#[from] crate::cassette::CassetteError),
     #[error("config.max_tool_calls_per_turn must be at least 1")]
     ZeroToolCalls,
+    #[error(transparent)]
+    Mcp(#[from] crate::mcp::client::McpError),
 }
 
 /// Everything a session needs, validated. Built once; read-only after.
@@ -174,8 +176,13 @@ pub struct SessionConfig {
     pub version: ProtocolVersion,
     pub model: String,
     pub system_prompt: String,
-    /// Enabled tool names (known ones only).
+    /// Enabled tool names (known built-in ones only).
     pub tools: Vec<String>,
+    /// `tools` entries naming MCP tools (`mcp__…`, exact or glob).
+    pub mcp_patterns: Vec<String>,
+    /// The session's MCP servers and their advertised tools, once started
+    /// (`crate::session::Session::open`).
+    pub mcp: Option<Arc<crate::mcp::client::McpTools>>,
     /// Chat-completions `tools` entries, built by the first send that needs
     /// them ([`SessionConfig::tool_specs`]).
     tool_specs: OnceLock<Vec<Value>>,
@@ -246,6 +253,9 @@ impl SessionConfig {
         if config.resume_session_id.is_some() && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("resume_session_id"));
         }
+        if config.mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) && version < ProtocolVersion::V0_3 {
+            return Err(ConfigError::NeedsV0_3("mcp_servers"));
+        }
         let workspace = match &config.cwd {
             Some(dir) => PathBuf::from(dir),
             None => std::env::current_dir().map_err(ConfigError::WorkingDirectory)?,
@@ -266,8 +276,10 @@ impl SessionConfig {
             allowed_paths.push(real);
         }
         let known = |t: &String| tools::ALL_TOOLS.contains(&t.as_str());
+        let mcp = |t: &String| t.starts_with(crate::mcp::client::PREFIX);
         let tools: Vec<String> = config.tools.iter().filter(|t| known(t) && policy.visible(t)).cloned().collect();
-        for unknown in config.tools.iter().filter(|t| !known(t)) {
+        let mcp_patterns: Vec<String> = config.tools.iter().filter(|t| mcp(t)).cloned().collect();
+        for unknown in config.tools.iter().filter(|t| !known(t) && !mcp(t)) {
             tracing::warn!(tool = %unknown, "init names a tool pirn does not have; ignored");
         }
         let cassette = crate::cassette::Cassette::from_env(env)?;
@@ -290,6 +302,8 @@ impl SessionConfig {
             tool_specs: OnceLock::new(),
             tool_spec_bytes: OnceLock::new(),
             tools,
+            mcp_patterns,
+            mcp: None,
             max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             max_tool_calls_per_turn: config
                 .max_tool_calls_per_turn
@@ -317,7 +331,11 @@ impl SessionConfig {
     /// Chat-completions `tools` entries for the enabled tools, built on first
     /// use (nothing tool-related is built before a send needs it).
     pub fn tool_specs(&self) -> &[Value] {
-        self.tool_specs.get_or_init(|| tools::specs(&self.tools))
+        self.tool_specs.get_or_init(|| {
+            let mut specs = tools::specs(&self.tools);
+            specs.extend(self.mcp.iter().flat_map(|m| m.specs()));
+            specs
+        })
     }
 
     /// Bytes the tool specs add to every request.

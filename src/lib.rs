@@ -20,6 +20,7 @@ pub mod conform;
 pub mod context;
 pub mod conversation;
 pub mod logging;
+pub mod mcp;
 pub mod model;
 pub mod secret;
 pub mod session;

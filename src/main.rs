@@ -59,6 +59,19 @@ enum Command {
     /// done, 1 no such session, 2 the store cannot be used.
     #[command(subcommand)]
     Sessions(SessionsArgs),
+    /// pirn's tools as an MCP server on stdio (for other agents): the
+    /// enabled built-in tools, confined to --cwd. Runs until stdin closes.
+    Mcp {
+        /// Workspace the tools work in (default: the current directory).
+        #[arg(long)]
+        cwd: Option<std::path::PathBuf>,
+        /// Tools to serve, comma-separated (default: all six).
+        #[arg(long, value_delimiter = ',')]
+        tools: Vec<String>,
+        /// Directories outside the workspace the file tools may reach (repeatable).
+        #[arg(long)]
+        allowed_path: Vec<std::path::PathBuf>,
+    },
     /// Run golden cases (input.jsonl, cassette.jsonl, files/, expected.jsonl)
     /// against a worker command; one PASS/FAIL line per case. Exit 0 when
     /// all pass, 1 when one fails, 2 when the cases cannot be run.
@@ -384,6 +397,20 @@ fn main() {
                 normalizer: args.norm.normalizer(),
             };
             block_on_and_exit(pirn::conform::run(opts), log)
+        }
+        Some(Command::Mcp { cwd, tools, allowed_path }) => {
+            let workspace = cwd.unwrap_or_else(|| std::path::PathBuf::from("."));
+            let allowed: Vec<_> = allowed_path.iter().filter_map(|p| p.canonicalize().ok()).collect();
+            match pirn::mcp::tool_server::ToolServer::new(&tools, workspace.clone(), allowed) {
+                Ok(server) => block_on_and_exit(pirn::mcp::tool_server::serve_stdio(server), log),
+                Err(e) => {
+                    #[allow(clippy::print_stderr)]
+                    {
+                        eprintln!("pirn mcp: workspace {}: {e}", workspace.display());
+                    }
+                    std::process::exit(2)
+                }
+            }
         }
         Some(Command::Serve(args)) => {
             let port = args

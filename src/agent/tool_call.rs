@@ -51,7 +51,13 @@ pub async fn run(
             call.name
         )),
         Ok(args) => match approve(cx, &call.name, args).await {
-            Ok(()) => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
+            Ok(()) => match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
+                Some(mcp) => {
+                    let out = mcp.call(&call.name, &call.arguments, &cx.tools.cancel).await;
+                    ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), is_error: out.is_error }
+                }
+                None => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
+            },
             Err(reason) => ToolOutput::error(format!("permission denied: {reason}. Do not retry this call.")),
         },
     };
@@ -97,12 +103,18 @@ pub fn repeat(conv: &mut Conversation, call: &ToolCall, previous: &str) {
 /// refusal (already announced with `permission_denied`).
 async fn approve(cx: &CallContext<'_>, name: &str, args: &Value) -> Result<(), String> {
     let config = cx.config;
+    let mcp = config.mcp.as_ref().and_then(|m| m.get(name));
     // `execute` answers unknown tools and tools the config did not enable;
     // tools hidden by plan mode get the policy's refusal.
-    if !tools::ALL_TOOLS.contains(&name) || (!config.tools.iter().any(|t| t == name) && config.policy.visible(name)) {
+    let builtin = tools::ALL_TOOLS.contains(&name);
+    if mcp.is_none() && (!builtin || (!config.tools.iter().any(|t| t == name) && config.policy.visible(name))) {
         return Ok(());
     }
-    let reason = match config.policy.check(name, args, &config.workspace) {
+    let verdict = match mcp {
+        Some(tool) => config.policy.check_mcp(name, args, tool.read_only),
+        None => config.policy.check(name, args, &config.workspace),
+    };
+    let reason = match verdict {
         Verdict::Allow => return Ok(()),
         Verdict::Deny(reason) => {
             cx.emit.emit(Event::PermissionDenied { name: name.to_owned(), reason: reason.clone() }).await;

@@ -27,6 +27,7 @@ pub use crate::agent::{OUTBOX_CAPACITY, Outbox};
 use crate::approval::{AnswerError, PermissionBroker};
 use crate::config::{ConfigError, Environment, Limits, SessionConfig};
 use crate::conversation::Conversation;
+use crate::mcp::client::McpTools;
 use crate::store::Journal;
 use crate::wire::{
     self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, ProtocolVersion, Request, SendResult,
@@ -118,6 +119,11 @@ impl Session {
         let version = wire::negotiate(protocol_version)?;
         let init = config;
         let mut config = SessionConfig::new(init, env, limits, version)?;
+        if let Some(servers) = init.mcp_servers.as_ref().filter(|s| !s.is_empty()) {
+            let plan = config.policy.mode == crate::wire::ApprovalMode::Plan;
+            let started = McpTools::start(servers, &config.mcp_patterns, &config.workspace, plan).await;
+            config.mcp = Some(Arc::new(started.map_err(ConfigError::from)?));
+        }
         let messages = Arc::new(AtomicU64::new(0));
         let opened = persist::open_log(&mut config, init, env, messages.clone()).await?;
         let shared = Arc::new(Shared {

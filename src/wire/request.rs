@@ -130,6 +130,39 @@ pub struct InitConfig {
     /// `init_ok.session_id` is this id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_session_id: Option<String>,
+    /// MCP servers whose tools the model may call (0.3.0), started at init.
+    /// Their tools are named `mcp__<server>__<tool>` and are enabled by
+    /// `tools` entries (exact names or globs such as `mcp__fs__*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<McpServerConfig>>,
+}
+
+/// One MCP server (0.3.0): a stdio server (`command`, `args`, `env`) or a
+/// Streamable HTTP one (`url`, `headers`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct McpServerConfig {
+    /// Names the server's tools (`mcp__<name>__<tool>`): letters, digits,
+    /// `_` and `-`, at most 20.
+    pub name: String,
+    /// Program of a stdio server (run in the workspace, in its own process
+    /// group, killed with the session or pirn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Added to the environment of a stdio server.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Endpoint of a Streamable HTTP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every request to `url` (e.g. `Authorization`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Longest wait for one tool call, in ms (default 60000); past it the
+    /// call is cancelled and the model told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// How much the model may do unasked.

@@ -15,6 +15,7 @@ mod golden;
 mod hardening;
 mod http;
 mod interleavings;
+mod mcp;
 mod persist;
 mod protocol;
 mod run_cmd;
