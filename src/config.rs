@@ -139,6 +139,10 @@ pub struct Limits {
     pub queue_timeout: Option<Duration>,
 }
 
+/// The system prompt `pirn run` and the MCP endpoint's `pirn_run` use when
+/// none is given (`src/default_system_prompt.txt`).
+pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("default_system_prompt.txt");
+
 /// Why `init.config` (or the environment it is read with) is unusable. The
 /// text is the `protocol_error` message.
 #[derive(Debug, thiserror::Error)]

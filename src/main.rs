@@ -17,7 +17,7 @@ const VERSION: &str =
     concat!(env!("CARGO_PKG_VERSION"), " (protocol ", include_str!("../PROTOCOL_VERSION"), "; serves 0.2.0 and 0.3.0)");
 
 /// `pirn run`'s system prompt (`scripts/eval` gives other workers the same text).
-const DEFAULT_SYSTEM_PROMPT: &str = include_str!("default_system_prompt.txt");
+use pirn::config::DEFAULT_SYSTEM_PROMPT;
 
 /// pirn: a headless coding-agent worker (heddle headless protocol).
 ///

@@ -175,3 +175,134 @@ async fn mcp_servers_fail_the_init_clearly_and_die_with_pirn() {
     w.child.wait().await.unwrap();
     assert_eq!(until_gone(&marker).await, Vec::<String>::new());
 }
+
+/// Collects the progress notifications the server sends.
+#[derive(Clone, Default)]
+struct Progress(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.message.unwrap_or_default());
+    }
+}
+
+fn mcp_transport(base: &str, token: Option<&str>) -> rmcp::transport::StreamableHttpClientTransport<reqwest::Client> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"));
+    if let Some(t) = token {
+        config = config.auth_header(t);
+    }
+    rmcp::transport::StreamableHttpClientTransport::with_client(super::http::client(), config)
+}
+
+fn call(name: &'static str, args: Value) -> rmcp::model::CallToolRequestParams {
+    let mut params = rmcp::model::CallToolRequestParams::new(name);
+    params.arguments = args.as_object().cloned();
+    params
+}
+
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect()
+}
+
+#[tokio::test]
+async fn pirn_serve_is_an_mcp_server_for_the_official_client() {
+    use rmcp::ServiceExt;
+    let mock = MockServer::start(vec![Reply::text(&["forty", "-two"]), Reply::text(&["still ", "42"])]).await;
+    let d = super::http::daemon(&mock.base_url(), &["--token", "tk"]).await;
+    // The daemon's token applies to /mcp as to every route.
+    assert!(().serve(mcp_transport(&d.base, None)).await.is_err());
+    assert!(().serve(mcp_transport(&d.base, Some("nope"))).await.is_err());
+    let progress = Progress::default();
+    let client = progress.clone().serve(mcp_transport(&d.base, Some("tk"))).await.unwrap();
+    let tools: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(tools, ["pirn_run", "pirn_send"]);
+
+    let run = client
+        .call_tool(call("pirn_run", json!({"prompt": "what is 6*7?", "model": "mock-model", "tools": ["read_file"]})))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&run), "forty-two");
+    assert_eq!(run.is_error, Some(false));
+    let structured = run.structured_content.clone().unwrap();
+    assert_eq!(structured["stop_reason"], "end_turn", "{structured}");
+    let sid = structured["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(*progress.0.lock().unwrap(), ["forty", "-two"], "progress carries the streamed text");
+    let first = &mock.requests()[0].body;
+    assert_eq!(first["model"], "mock-model");
+    assert_eq!(first["messages"].as_array().unwrap().last().unwrap()["content"], "what is 6*7?");
+
+    // pirn_send continues the same session, which the REST API sees too.
+    let again = client.call_tool(call("pirn_send", json!({"session_id": sid, "message": "sure?"}))).await.unwrap();
+    assert_eq!(text_of(&again), "still 42");
+    assert_eq!(mock.requests()[1].body["messages"].as_array().unwrap().len(), 4);
+    let c = super::http::client();
+    let (status, body) = super::http::call(c.get(format!("{}/v1/sessions/{sid}", d.base)).bearer_auth("tk")).await;
+    assert_eq!((status, body["messages_count"].as_u64()), (200, Some(5)), "{body}");
+
+    // Errors: an unknown session, bad arguments, an unknown tool.
+    assert!(client.call_tool(call("pirn_send", json!({"session_id": "nope", "message": "x"}))).await.is_err());
+    assert!(client.call_tool(call("pirn_run", json!({"prompt": 3}))).await.is_err());
+    assert!(client.call_tool(call("pirn_fly", json!({}))).await.is_err());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_mcp_cancel_cancels_the_send_and_pirn_reaches_itself_over_http() {
+    use rmcp::ServiceExt;
+    let mock = MockServer::start(vec![Reply::Stall { chunks: vec!["thinking".into()] }]).await;
+    let d = super::http::daemon(&mock.base_url(), &[]).await;
+    let client = ().serve(mcp_transport(&d.base, None)).await.unwrap();
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(call(
+                "pirn_run",
+                json!({"prompt": "think", "model": "mock-model", "tools": []}),
+            ))),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let c = super::http::client();
+    let sessions = || async {
+        let (_, body) = super::http::call(c.get(format!("{}/v1/sessions", d.base))).await;
+        body["sessions"].as_array().cloned().unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !sessions().await.iter().any(|s| s["active"] == true) {
+        assert!(Instant::now() < deadline, "the send never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    handle.cancel(Some("user stop".into())).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sessions().await.iter().any(|s| s["active"] == true) {
+        assert!(Instant::now() < deadline, "the send was not cancelled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.cancel().await.unwrap();
+
+    // A session of one pirn using another pirn's /mcp as a Streamable HTTP
+    // MCP server: the model calls mcp__peer__pirn_run.
+    let mock2 = MockServer::start(vec![
+        Reply::tool("mcp__peer__pirn_run", json!({"prompt": "inner task", "model": "mock-model", "tools": []})),
+        Reply::text(&["inner answer"]),
+        Reply::text(&["outer done"]),
+    ])
+    .await;
+    let inner = super::http::daemon(&mock2.base_url(), &[]).await;
+    let (mut w, _) = Worker::ready(
+        &mock2.base_url(),
+        &[],
+        json!({"tools": ["mcp__peer__*"], "mcp_servers": [{"name": "peer", "url": format!("{}/mcp", inner.base)}]}),
+    )
+    .await;
+    w.write(json!({"type": "send", "id": "s1", "message": "delegate"})).await;
+    let (events, result) = w.result_for("s1").await;
+    assert_eq!(result["response"], "outer done", "{result}");
+    assert_eq!(event(&events, "tool_end")["result_preview"], "inner answer");
+}

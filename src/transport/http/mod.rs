@@ -9,6 +9,7 @@
 //!
 //! One file per concern: [`api`] (error bodies, body cap), [`auth`] (token,
 //! CORS), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]; with
+//! [`mcp`] (pirn as an MCP server at `/mcp`); with
 //! `--terminals`, [`shell`] (muti's shell WebSocket) and [`console`]
 //! (ACECode's console PTYs), whose routes otherwise answer 404. Every behaviour
 //! of a send lives in `session`/`agent`; each session's output goes through
@@ -19,6 +20,7 @@ pub mod auth;
 pub mod console;
 pub mod events;
 pub mod history;
+pub mod mcp;
 pub mod sends;
 pub mod sessions;
 pub mod shell;
@@ -68,6 +70,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{id}/compact"),
     ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
     ("GET", "/v1/sessions/{id}/ws"),
+    ("POST", "/mcp"),
+    ("GET", "/mcp"),
+    ("DELETE", "/mcp"),
     ("GET", "/agents/{agent_id}/shell"),
     ("GET", "/api/health"),
     ("GET", "/api/pty"),
@@ -253,6 +258,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/v1/sessions/{id}/compact", post(sends::compact))
         .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))
         .route("/v1/sessions/{id}/ws", get(ws::websocket))
+        .route_service("/mcp", mcp::service(app.clone()))
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(app.clone(), auth::require_token))
         .layer(auth::cors())

@@ -61,15 +61,27 @@ pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<H
         }
         body = with_stored_config(&app, &id, body).await?;
     }
-    let mut config: InitConfig = serde_json::from_value(Value::Object(body)).map_err(|e| invalid(&e))?;
-    // pirn's own API: a client that names no version gets the newest, and
-    // answers permission requests over HTTP unless it says otherwise.
-    if wire::negotiate(Some(&requested)).is_ok_and(|v| v >= ProtocolVersion::V0_3) {
+    let config: InitConfig = serde_json::from_value(Value::Object(body)).map_err(|e| invalid(&e))?;
+    let s = open_session(&app, &requested, config).await?;
+    let id = s.session.config().session_id.clone();
+    let version = s.session.config().version.as_str();
+    Ok((StatusCode::CREATED, axum::Json(json!({"session_id": id, "protocol_version": version}))).into_response())
+}
+
+/// Opens a session asking for protocol `requested` and adds it to the live
+/// table: the one way every HTTP surface (REST, MCP, agent-webkit) starts
+/// one. In 0.3.0, `permission_responses` defaults to true (the HTTP client
+/// answers permission requests) unless `config` says otherwise.
+pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) -> Result<Arc<HttpSession>, ApiError> {
+    let invalid = |e: &dyn std::fmt::Display| {
+        ApiError::new(StatusCode::BAD_REQUEST, "protocol_error", format!("invalid session config: {e}"))
+    };
+    if wire::negotiate(Some(requested)).is_ok_and(|v| v >= ProtocolVersion::V0_3) {
         config.permission_responses.get_or_insert(true);
     }
     let limits = Limits { max_queue: Some(MAX_QUEUE), queue_timeout: Some(app.queue_timeout) };
     let (hub, outbox) = Hub::start();
-    let opened = Session::open(Some(&requested), &config, &app.env, limits, outbox).await;
+    let opened = Session::open(Some(requested), &config, &app.env, limits, outbox).await;
     let session = opened.map_err(|e| match e {
         OpenError::Version(e) => ApiError::new(StatusCode::BAD_REQUEST, "protocol_version_mismatch", e.to_string()),
         OpenError::Config(e) => invalid(&e),
@@ -82,9 +94,9 @@ pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<H
         hub.attach(j.clone());
     }
     let id = session.config().session_id.clone();
-    let version = session.config().version.as_str();
-    app.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Arc::new(HttpSession { session, hub }));
-    Ok((StatusCode::CREATED, axum::Json(json!({"session_id": id, "protocol_version": version}))).into_response())
+    let s = Arc::new(HttpSession { session, hub });
+    app.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(id, s.clone());
+    Ok(s)
 }
 
 /// `body` over the stored session's `init.config` (404 when not stored).

@@ -1,0 +1,204 @@
+//! `POST/GET/DELETE /mcp`: `pirn serve` as an MCP server (Streamable HTTP,
+//! JSON-RPC 2.0, served by the official SDK's `StreamableHttpService`), so
+//! any MCP client can hand pirn a task.
+//!
+//! Owns: the two tools and how a call becomes a send.
+//! - `pirn_run {prompt, cwd?, tools?, model?}` opens a fresh session (the
+//!   same sessions as `POST /v1/sessions`, listed and followed the same
+//!   way), runs one send and returns its answer;
+//! - `pirn_send {session_id, message}` continues a live session.
+//!
+//! While the send runs, its streamed text goes out as
+//! `notifications/progress` (when the call carries a progress token); a
+//! client's `notifications/cancelled` cancels the send. The answer is the
+//! tool result's text; `structuredContent` adds `session_id`, `send_id`
+//! and `stop_reason`. A send that ends in an error is an `isError` result.
+//! The daemon's token applies as on every route.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{App, HttpSession};
+use crate::config::DEFAULT_SYSTEM_PROMPT;
+use crate::wire::InitConfig;
+
+/// `pirn_run`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RunArgs {
+    /// The task for the agent.
+    pub prompt: String,
+    /// Workspace directory (default: the daemon's working directory).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Tools the agent may use (default: all six built-in tools).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Model name (default: PIRN_MODEL, else "local").
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// `pirn_send`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SendArgs {
+    /// A live session, e.g. the `session_id` a `pirn_run` returned.
+    pub session_id: String,
+    /// The next user message.
+    pub message: String,
+}
+
+/// The tower service mounted at `/mcp`.
+pub fn service(app: Arc<App>) -> StreamableHttpService<PirnMcp, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default();
+    // The daemon checks who may call (loopback or token); any Host name may
+    // reach it, as on every other route.
+    config = config.disable_allowed_hosts();
+    config.cancellation_token = app.shutdown.child_token();
+    StreamableHttpService::new(move || Ok(PirnMcp { app: app.clone() }), Arc::default(), config)
+}
+
+/// The MCP server handler.
+#[derive(Clone)]
+pub struct PirnMcp {
+    app: Arc<App>,
+}
+
+fn tool<A: JsonSchema>(name: &'static str, description: &'static str) -> Tool {
+    let Value::Object(schema) = crate::tools::schema_of::<A>() else { unreachable!("object schemas") };
+    Tool::new(name, description, Arc::new(schema))
+}
+
+impl ServerHandler for PirnMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("pirn", env!("CARGO_PKG_VERSION")))
+            .with_instructions("pirn, a coding agent: pirn_run hands it a task in a workspace; pirn_send continues.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            tool::<RunArgs>(
+                "pirn_run",
+                "Run a coding agent on a task in a fresh session; returns its answer and the session_id to continue with pirn_send.",
+            ),
+            tool::<SendArgs>("pirn_send", "Send the next message to a pirn session and return the agent's answer."),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let bad = |e: serde_json::Error| ErrorData::invalid_params(format!("{}: {e}", request.name), None);
+        let (session, message) = match &*request.name {
+            "pirn_run" => {
+                let a: RunArgs = serde_json::from_value(args).map_err(bad)?;
+                let all = || crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
+                let config = InitConfig {
+                    model: a.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".into()),
+                    system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+                    tools: a.tools.unwrap_or_else(all),
+                    cwd: a.cwd,
+                    // Nobody answers permission requests over MCP.
+                    permission_responses: Some(false),
+                    ..InitConfig::default()
+                };
+                let opened = super::sessions::open_session(&self.app, crate::wire::PROTOCOL_VERSION, config).await;
+                (opened.map_err(|e| ErrorData::invalid_params(e.message, None))?, a.prompt)
+            }
+            "pirn_send" => {
+                let a: SendArgs = serde_json::from_value(args).map_err(bad)?;
+                let s = self.app.get(&a.session_id).map_err(|e| ErrorData::invalid_params(e.message, None))?;
+                (s, a.message)
+            }
+            other => return Err(ErrorData::invalid_params(format!("unknown tool {other:?}"), None)),
+        };
+        Ok(run_send(&session, message, &context).await.into())
+    }
+}
+
+/// Runs one send on `s` and turns its result into a tool result.
+async fn run_send(s: &Arc<HttpSession>, message: String, context: &RequestContext<RoleServer>) -> CallToolResult {
+    let send_id = uuid::Uuid::new_v4().to_string();
+    let session_id = s.session.config().session_id.clone();
+    let Ok((_, mut live)) = s.hub.subscribe(None) else {
+        return CallToolResult::error(vec![ContentBlock::text("the session is closing")]);
+    };
+    if let Err(e) = s.session.send(send_id.clone(), message) {
+        return CallToolResult::error(vec![ContentBlock::text(format!("send refused: {e}"))]);
+    }
+    let progress = context.meta.get_progress_token();
+    let (mut step, mut cancelled) = (0u32, false);
+    loop {
+        let frame = tokio::select! {
+            f = live.recv() => f,
+            // The client cancelled the call: cancel the send; its result follows.
+            () = context.ct.cancelled(), if !cancelled => {
+                cancelled = true;
+                s.session.cancel(&send_id).await;
+                continue;
+            }
+        };
+        let frame = match frame {
+            Ok(f) => f,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(_) => return CallToolResult::error(vec![ContentBlock::text("the session closed before the answer")]),
+        };
+        if frame.send_id.as_deref() != Some(send_id.as_str()) {
+            continue;
+        }
+        let data: Value = serde_json::from_str(&frame.data).unwrap_or(Value::Null);
+        if frame.is_result {
+            return answer(&data, &session_id, &send_id);
+        }
+        if frame.event == "content_delta"
+            && let (Some(token), Some(text)) = (&progress, data["event"]["text"].as_str())
+        {
+            step += 1;
+            let note = ProgressNotificationParam::new(token.clone(), f64::from(step)).with_message(text);
+            let _ = context.peer.notify_progress(note).await;
+        }
+    }
+}
+
+/// The tool result of a send's `result` line.
+fn answer(result: &Value, session_id: &str, send_id: &str) -> CallToolResult {
+    let ok = result["status"] == "ok";
+    let text = if ok {
+        result["response"].as_str().unwrap_or("").to_owned()
+    } else {
+        let e = &result["error"];
+        format!("{}: {}", e["code"].as_str().unwrap_or("error"), e["message"].as_str().unwrap_or(""))
+    };
+    let structured = json!({
+        "session_id": session_id,
+        "send_id": send_id,
+        "status": result["status"],
+        "stop_reason": result["stop_reason"],
+        "response": result["response"],
+    });
+    let mut out = if ok {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    out.structured_content = Some(structured);
+    out
+}
