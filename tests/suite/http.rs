@@ -480,7 +480,8 @@ async fn every_documented_route_is_served() {
     let sid = new_session(&c, &d.base, json!({})).await;
     for (method, path) in pirn::transport::http::ROUTES {
         let websocket = path.ends_with("/ws") || path.ends_with("/shell") || path.starts_with("/ws/");
-        if *path == "/shutdown" || websocket || path.ends_with("/events") {
+        let stream = path.ends_with("/events") || path.ends_with("/stream");
+        if *path == "/shutdown" || websocket || stream {
             continue; // covered by their own tests
         }
         let url = format!("{}{}", d.base, path.replace("{id}", &sid).replace("{request_id}", "perm_x"));

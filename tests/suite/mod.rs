@@ -14,6 +14,7 @@ mod faults;
 mod golden;
 mod hardening;
 mod http;
+mod inbox;
 mod interleavings;
 mod mcp;
 mod persist;

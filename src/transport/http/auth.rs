@@ -1,7 +1,8 @@
 //! Who may call `pirn serve`, and what browsers are told.
 //!
 //! Owns: the token check (every request but `GET /health`, `GET
-//! /api/health` and CORS preflights when a token is set), compared in
+//! /api/health`, `POST /webhook/{token}` and CORS preflights when a token
+//! is set), compared in
 //! constant time without revealing the token's length, and the CORS policy (tower-http's
 //! [`CorsLayer`]: any origin; preflights answered `204 No Content`).
 
@@ -26,6 +27,7 @@ pub fn cors() -> CorsLayer {
             header::AUTHORIZATION,
             header::HeaderName::from_static("last-event-id"),
             header::HeaderName::from_static(ACECODE_TOKEN),
+            header::HeaderName::from_static("x-agent-id"),
         ]))
         .allow_methods(AllowMethods::list([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS]))
 }
@@ -47,7 +49,9 @@ pub async fn preflight_no_content(req: Request, next: Next) -> HttpResponse {
 /// set headers there), as `?token=<token>`.
 pub async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> HttpResponse {
     let path = req.uri().path();
-    let open = req.method() == Method::GET && (path == "/health" || path == "/api/health");
+    // A webhook URL carries its own secret (stringd's local webhook).
+    let webhook = req.method() == Method::POST && path.starts_with("/webhook/");
+    let open = webhook || (req.method() == Method::GET && (path == "/health" || path == "/api/health"));
     if open || authorized(app.token.as_deref(), &req) {
         next.run(req).await
     } else {

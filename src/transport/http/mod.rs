@@ -9,7 +9,7 @@
 //!
 //! One file per concern: [`api`] (error bodies, body cap), [`auth`] (token,
 //! CORS), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]; with
-//! [`mcp`] (pirn as an MCP server at `/mcp`); with
+//! [`mcp`] (pirn as an MCP server at `/mcp`), [`inbox`] (webhooks); with
 //! `--terminals`, [`shell`] (muti's shell WebSocket) and [`console`]
 //! (ACECode's console PTYs), whose routes otherwise answer 404. Every behaviour
 //! of a send lives in `session`/`agent`; each session's output goes through
@@ -20,6 +20,7 @@ pub mod auth;
 pub mod console;
 pub mod events;
 pub mod history;
+pub mod inbox;
 pub mod mcp;
 pub mod sends;
 pub mod sessions;
@@ -70,6 +71,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{id}/compact"),
     ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
     ("GET", "/v1/sessions/{id}/ws"),
+    ("GET", "/v1/sessions/{id}/webhook"),
+    ("POST", "/v1/sessions/{id}/webhook"),
+    ("POST", "/webhook/{token}"),
+    ("GET", "/v1/sessions/{id}/inbox"),
+    ("POST", "/v1/sessions/{id}/inbox/{event_id}/ack"),
+    ("GET", "/v1/events/stream"),
     ("POST", "/mcp"),
     ("GET", "/mcp"),
     ("DELETE", "/mcp"),
@@ -122,6 +129,10 @@ pub struct App {
     queue_timeout: Duration,
     env: Environment,
     terminals: Option<Arc<Terminals>>,
+    /// Webhook inboxes of the live sessions.
+    inbox: inbox::Inboxes,
+    /// Where the daemon listens (`ADDR:PORT`).
+    local_addr: String,
     /// This daemon's identity and start, for ACECode's `/api/health`.
     guid: String,
     port: u16,
@@ -187,6 +198,8 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         queue_timeout: opts.queue_timeout,
         env: crate::transport::stdio::with_store(Environment::from_process()).await,
         terminals: opts.terminals.map(Terminals::new),
+        inbox: inbox::Inboxes::default(),
+        local_addr: addr.clone(),
         guid: uuid::Uuid::new_v4().to_string(),
         port: local.map_or(opts.port, |a| a.port()),
         started: std::time::Instant::now(),
@@ -258,6 +271,11 @@ fn router(app: Arc<App>) -> Router {
         .route("/v1/sessions/{id}/compact", post(sends::compact))
         .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))
         .route("/v1/sessions/{id}/ws", get(ws::websocket))
+        .route("/v1/sessions/{id}/webhook", get(inbox::show).post(inbox::rotate))
+        .route("/webhook/{token}", post(inbox::post))
+        .route("/v1/sessions/{id}/inbox", get(inbox::list))
+        .route("/v1/sessions/{id}/inbox/{event_id}/ack", post(inbox::ack))
+        .route("/v1/events/stream", get(inbox::stream))
         .route_service("/mcp", mcp::service(app.clone()))
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(app.clone(), auth::require_token))

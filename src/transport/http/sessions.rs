@@ -190,6 +190,7 @@ pub async fn delete_session(
     Query(q): Query<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
     let removed = app.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    app.inbox.remove(&id);
     if let Some(s) = &removed {
         s.close().await;
     }

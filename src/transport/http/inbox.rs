@@ -1,0 +1,380 @@
+//! The webhook inbox, after stringd's local webhook
+//! (`../shared/reference/stringd-protocol-v0.1.txt`): a secret URL per
+//! session that anything (a CI job, a chat bot) can post text to.
+//!
+//! Owns: the webhook tokens (`wh_` + 256 random bits, found by a
+//! constant-time comparison), each session's inbox of events (text stored,
+//! never executed; at most [`MAX_EVENTS`], acknowledged ones dropped
+//! first), the delivery choice (`queue`: the event waits in the inbox until
+//! acknowledged; `send`: it also becomes a queued send of the session, so it
+//! wakes the agent), and `GET /v1/events/stream` (SSE `ready`, `event`,
+//! `ping`, as stringd's). Inboxes live in the daemon's memory.
+//!
+//! Routes: `GET|POST /v1/sessions/{id}/webhook`, `POST /webhook/{token}`,
+//! `GET /v1/sessions/{id}/inbox`, `POST /v1/sessions/{id}/inbox/{event_id}/ack`,
+//! `GET /v1/events/stream`.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response as HttpResponse};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::App;
+use super::api::{ApiError, json_body};
+
+/// Largest webhook body (bytes), as stringd.
+pub const MAX_WEBHOOK_BODY: usize = 64 * 1024;
+/// Events kept per session.
+pub const MAX_EVENTS: usize = 1000;
+/// `ping` interval of `/v1/events/stream`.
+pub const PING: Duration = Duration::from_secs(15);
+
+/// What an inbox event does besides waiting in the inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Deliver {
+    /// It waits in the inbox until acknowledged.
+    #[default]
+    Queue,
+    /// It becomes a queued send of the session (its text is the message).
+    Send,
+}
+
+/// One inbox event, as `GET …/inbox` and the stream show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxEvent {
+    pub id: String,
+    pub session_id: String,
+    /// stringd's name for the owner (here the session).
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+    #[serde(rename = "receivedAt")]
+    pub received_at: String,
+    pub source: &'static str,
+    pub text: String,
+    /// `pending`, `sent` (queued as a send) or `acked`.
+    pub status: &'static str,
+}
+
+#[derive(Default)]
+struct SessionInbox {
+    token: Option<String>,
+    deliver: Deliver,
+    events: VecDeque<InboxEvent>,
+}
+
+/// Every session's webhook and events.
+pub struct Inboxes {
+    by_session: Mutex<HashMap<String, SessionInbox>>,
+    live: broadcast::Sender<InboxEvent>,
+}
+
+impl Default for Inboxes {
+    fn default() -> Self {
+        Inboxes { by_session: Mutex::default(), live: broadcast::channel(256).0 }
+    }
+}
+
+impl Inboxes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionInbox>> {
+        self.by_session.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Forgets a session's webhook and events (the session is gone).
+    pub fn remove(&self, session_id: &str) {
+        self.lock().remove(session_id);
+    }
+
+    /// The session whose webhook token is `given`.
+    fn owner(&self, given: &str) -> Option<String> {
+        let inboxes = self.lock();
+        let mut found = None;
+        // Every token is compared, in constant time each.
+        for (id, inbox) in inboxes.iter() {
+            if let Some(token) = &inbox.token
+                && crate::secret::matches(given.as_bytes(), token.as_bytes())
+            {
+                found = Some(id.clone());
+            }
+        }
+        found
+    }
+}
+
+fn new_token() -> String {
+    format!("wh_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+}
+
+/// The webhook's description; its URL uses the host the client reached
+/// the daemon by (its `Host` header), else the listening address.
+fn webhook_json(app: &App, headers: &HeaderMap, session_id: &str, inbox: &SessionInbox) -> Value {
+    let token = inbox.token.as_deref().unwrap_or("");
+    let host = headers.get("host").and_then(|h| h.to_str().ok()).map_or_else(|| app.local_addr.clone(), str::to_owned);
+    json!({
+        "session_id": session_id,
+        "webhook_url": format!("http://{host}/webhook/{token}"),
+        "deliver": inbox.deliver,
+    })
+}
+
+/// `GET /v1/sessions/{id}/webhook`: creates the webhook once, then shows it.
+pub async fn show(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    app.get(&id)?;
+    let mut inboxes = app.inbox.lock();
+    let inbox = inboxes.entry(id.clone()).or_default();
+    inbox.token.get_or_insert_with(new_token);
+    Ok(Json(webhook_json(&app, &headers, &id, inbox)))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct RotateBody {
+    deliver: Option<Deliver>,
+    /// false: only change `deliver`, keep the URL.
+    rotate: Option<bool>,
+}
+
+/// `POST /v1/sessions/{id}/webhook {deliver?, rotate?}`: a new token (the
+/// old URL stops at once) unless `rotate` is false; sets `deliver`.
+pub async fn rotate(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Value>, ApiError> {
+    app.get(&id)?;
+    let body: RotateBody = json_body(body).await?;
+    let mut inboxes = app.inbox.lock();
+    let inbox = inboxes.entry(id.clone()).or_default();
+    if body.rotate != Some(false) || inbox.token.is_none() {
+        inbox.token = Some(new_token());
+    }
+    if let Some(d) = body.deliver {
+        inbox.deliver = d;
+    }
+    Ok(Json(webhook_json(&app, &headers, &id, inbox)))
+}
+
+fn webhook_error(status: StatusCode, message: String) -> HttpResponse {
+    (status, Json(json!({"error": message}))).into_response()
+}
+
+/// `POST /webhook/{token}`: text up to 64 KiB → 202 `{ok, session_id,
+/// event_id, status}`; 401 unknown token, 400 empty or not UTF-8, 413 too
+/// long, 429 when the inbox holds [`MAX_EVENTS`] unacknowledged events.
+pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: Body) -> HttpResponse {
+    let Some(session_id) = app.inbox.owner(&token) else {
+        return webhook_error(StatusCode::UNAUTHORIZED, "Unknown webhook token".into());
+    };
+    let mut bytes = Vec::new();
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let Ok(chunk) = chunk else {
+            return webhook_error(StatusCode::BAD_REQUEST, "cannot read the body".into());
+        };
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_WEBHOOK_BODY {
+            return webhook_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Webhook body exceeds {MAX_WEBHOOK_BODY} bytes"),
+            );
+        }
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) if !t.trim().is_empty() => t,
+        _ => return webhook_error(StatusCode::BAD_REQUEST, "Webhook body must be non-empty text".into()),
+    };
+    let event_id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+    let mut event = InboxEvent {
+        id: event_id.clone(),
+        session_id: session_id.clone(),
+        agent_id: session_id.clone(),
+        received_at: iso_utc(SystemTime::now()),
+        source: "local-webhook",
+        text,
+        status: "pending",
+    };
+    let deliver = app.inbox.lock().get(&session_id).map(|i| i.deliver).unwrap_or_default();
+    if deliver == Deliver::Send
+        && let Ok(s) = app.get(&session_id)
+    {
+        let message = format!("[webhook event {event_id}]\n{}", event.text);
+        match s.session.send(event_id.clone(), message) {
+            Ok(()) => event.status = "sent",
+            Err(e) => tracing::warn!("webhook event {event_id} stays in the inbox: {e}"),
+        }
+    }
+    {
+        let mut inboxes = app.inbox.lock();
+        let Some(inbox) = inboxes.get_mut(&session_id) else {
+            return webhook_error(StatusCode::UNAUTHORIZED, "Unknown webhook token".into());
+        };
+        if inbox.events.len() >= MAX_EVENTS {
+            match inbox.events.iter().position(|e| e.status != "pending") {
+                Some(i) => {
+                    inbox.events.remove(i);
+                }
+                None => {
+                    return webhook_error(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!("the inbox holds {MAX_EVENTS} unacknowledged events"),
+                    );
+                }
+            }
+        }
+        inbox.events.push_back(event.clone());
+    }
+    let _ = app.inbox.live.send(event.clone());
+    let body = json!({"ok": true, "session_id": session_id, "event_id": event_id, "status": event.status});
+    (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct InboxQuery {
+    /// `pending`, `sent` or `acked`; all when absent.
+    status: Option<String>,
+}
+
+/// `GET /v1/sessions/{id}/inbox[?status=pending]` → `{events}`, oldest first.
+pub async fn list(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Query(q): Query<InboxQuery>,
+) -> Result<Json<Value>, ApiError> {
+    app.get(&id)?;
+    let inboxes = app.inbox.lock();
+    let events: Vec<&InboxEvent> = inboxes
+        .get(&id)
+        .map(|i| i.events.iter().filter(|e| q.status.as_deref().is_none_or(|s| s == e.status)).collect())
+        .unwrap_or_default();
+    Ok(Json(json!({"events": events})))
+}
+
+/// `POST /v1/sessions/{id}/inbox/{event_id}/ack` → 204 (404 unknown).
+pub async fn ack(
+    State(app): State<Arc<App>>,
+    Path((id, event_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    app.get(&id)?;
+    let mut inboxes = app.inbox.lock();
+    let event = inboxes.get_mut(&id).and_then(|i| i.events.iter_mut().find(|e| e.id == event_id));
+    match event {
+        Some(e) => {
+            e.status = "acked";
+            Ok(StatusCode::NO_CONTENT)
+        }
+        None => Err(ApiError::not_found(format!("no event {event_id:?} in this inbox"))),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct StreamQuery {
+    session_id: Option<String>,
+}
+
+/// `GET /v1/events/stream`: new inbox events of one session (`X-Agent-Id`
+/// header, as stringd, or `?session_id=`) or of all; `ready` first, `ping`
+/// every 15 s.
+pub async fn stream(
+    State(app): State<Arc<App>>,
+    Query(q): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<HttpResponse, ApiError> {
+    let header = headers.get("x-agent-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let only = q.session_id.or(header).filter(|s| !s.is_empty());
+    if let Some(id) = &only {
+        app.get(id)?;
+    }
+    let mut rx = app.inbox.live.subscribe();
+    let shutdown = app.shutdown.clone();
+    let ready = SseEvent::default().event("ready").data(json!({"agent_id": only, "session_id": only}).to_string());
+    let events = async_stream(move |tx| async move {
+        if tx.send(ready).await.is_err() {
+            return;
+        }
+        let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING, PING);
+        loop {
+            let next = tokio::select! {
+                e = rx.recv() => match e {
+                    Ok(e) if only.as_deref().is_none_or(|s| s == e.session_id) => {
+                        SseEvent::default().event("event").data(serde_json::to_string(&e).unwrap_or_default())
+                    }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => return,
+                },
+                _ = ping.tick() => SseEvent::default().event("ping").data(json!({"t": iso_utc(SystemTime::now())}).to_string()),
+                () = shutdown.cancelled() => return,
+            };
+            if tx.send(next).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(super::KEEPALIVE).text("keepalive")).into_response())
+}
+
+/// A stream fed by `f` through a small channel.
+fn async_stream<F, Fut>(f: F) -> impl futures_util::Stream<Item = Result<SseEvent, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<SseEvent>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(f(tx));
+    tokio_stream_from(rx)
+}
+
+fn tokio_stream_from(
+    mut rx: tokio::sync::mpsc::Receiver<SseEvent>,
+) -> impl futures_util::Stream<Item = Result<SseEvent, Infallible>> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok)))
+}
+
+/// `2026-11-23T07:05:09.123Z` for `t` (UTC, milliseconds).
+pub fn iso_utc(t: SystemTime) -> String {
+    let ms = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(super::iso_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_417_509_123);
+        assert_eq!(super::iso_utc(t), "2026-11-23T07:05:09.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(super::iso_utc(leap), "2000-02-29T00:00:00.000Z");
+    }
+}
