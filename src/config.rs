@@ -173,7 +173,7 @@ pub enum ConfigError {
 }
 
 /// Everything a session needs, validated. Built once; read-only after.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SessionConfig {
     pub session_id: String,
     /// The protocol version negotiated at `init`; shapes everything written.

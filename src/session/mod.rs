@@ -73,6 +73,35 @@ struct Shared {
     /// Sends of the previous process this session was resumed from that
     /// never got a result.
     interrupted: Vec<String>,
+    /// Model and approval mode changed after `init` (agent-webkit's
+    /// `set_model`, `set_permission_mode`); they apply from the next send.
+    overrides: Mutex<Overrides>,
+}
+
+/// See [`Shared::overrides`].
+#[derive(Debug, Clone, Default)]
+struct Overrides {
+    model: Option<String>,
+    mode: Option<crate::wire::ApprovalMode>,
+}
+
+impl Shared {
+    /// The configuration the next send runs with: the session's, with the
+    /// overrides applied (a copy only when there are some).
+    fn effective_config(&self) -> Option<SessionConfig> {
+        let o = self.overrides.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if o.model.is_none() && o.mode.is_none() {
+            return None;
+        }
+        let mut config = (*self.config).clone();
+        if let Some(model) = o.model {
+            config.model = model;
+        }
+        if let Some(mode) = o.mode {
+            config.policy.mode = mode;
+        }
+        Some(config)
+    }
 }
 
 impl Shared {
@@ -135,6 +164,7 @@ impl Session {
             permissions: PermissionBroker::default(),
             journal: opened.journal,
             interrupted: opened.interrupted,
+            overrides: Mutex::default(),
         });
         Ok(Session::start(shared, opened.conv))
     }
@@ -224,9 +254,10 @@ impl Session {
     pub fn status(&self, id: String) -> StatusOk {
         let q = self.shared.queue();
         let system = u64::from(!self.shared.config.system_prompt.is_empty());
+        let model = self.shared.overrides.lock().unwrap_or_else(|p| p.into_inner()).model.clone();
         StatusOk {
             id,
-            model: self.shared.config.model.clone(),
+            model: model.unwrap_or_else(|| self.shared.config.model.clone()),
             messages_count: self.shared.messages.load(Ordering::Relaxed) + system,
             session_id: self.shared.config.session_id.clone(),
             active: q.active.is_some(),
@@ -289,6 +320,24 @@ impl Session {
             Request::Init(r) => refuse(r.id.clone(), &"the session is already initialized"),
             Request::Shutdown(r) => refuse(r.id, &"shutdown is handled by the transport"),
         }
+    }
+
+    /// Cancels the send that is running, if any (queued ones stay).
+    /// Returns whether one was.
+    pub fn cancel_running(&self) -> bool {
+        let q = self.shared.queue();
+        q.active.as_ref().inspect(|(_, token)| token.cancel()).is_some()
+    }
+
+    /// Uses `model` (`None`: the one `init` named) from the next send on.
+    pub fn set_model(&self, model: Option<String>) {
+        self.shared.overrides.lock().unwrap_or_else(|p| p.into_inner()).model = model.filter(|m| !m.trim().is_empty());
+    }
+
+    /// Uses approval `mode` from the next send on. The tools advertised stay
+    /// those of `init` (plan mode's refusals still apply to every write).
+    pub fn set_approval_mode(&self, mode: crate::wire::ApprovalMode) {
+        self.shared.overrides.lock().unwrap_or_else(|p| p.into_inner()).mode = Some(mode);
     }
 
     /// Answers a pending `permission_request` (first answer wins).

@@ -45,7 +45,8 @@ enum Ended {
 
 /// Runs one send with heartbeats and cancellation, then writes its result.
 async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
-    let config = &shared.config;
+    let changed = shared.effective_config();
+    let config = changed.as_ref().unwrap_or(&shared.config);
     let started = Instant::now();
     if let Some(journal) = &shared.journal {
         let compact = matches!(job.kind, JobKind::Compact);

@@ -18,6 +18,13 @@ pub struct Daemon {
     _dir: tempfile::TempDir,
 }
 
+impl Daemon {
+    /// The daemon's working directory (the default workspace of its sessions).
+    pub fn workspace(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+}
+
 pub async fn daemon(model_url: &str, args: &[&str]) -> Daemon {
     daemon_with_env(model_url, args, &[]).await
 }

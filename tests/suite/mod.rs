@@ -23,3 +23,4 @@ mod run_cmd;
 mod store;
 mod terminals;
 mod tools;
+mod webkit;

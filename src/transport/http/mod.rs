@@ -9,7 +9,8 @@
 //!
 //! One file per concern: [`api`] (error bodies, body cap), [`auth`] (token,
 //! CORS), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]; with
-//! [`mcp`] (pirn as an MCP server at `/mcp`), [`inbox`] (webhooks); with
+//! [`mcp`] (pirn as an MCP server at `/mcp`), [`inbox`] (webhooks),
+//! [`webkit`] (agent-webkit 1.0 under `/agent-webkit`); with
 //! `--terminals`, [`shell`] (muti's shell WebSocket) and [`console`]
 //! (ACECode's console PTYs), whose routes otherwise answer 404. Every behaviour
 //! of a send lives in `session`/`agent`; each session's output goes through
@@ -25,6 +26,7 @@ pub mod mcp;
 pub mod sends;
 pub mod sessions;
 pub mod shell;
+pub mod webkit;
 pub mod ws;
 
 use std::collections::HashMap;
@@ -77,6 +79,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{id}/inbox"),
     ("POST", "/v1/sessions/{id}/inbox/{event_id}/ack"),
     ("GET", "/v1/events/stream"),
+    ("POST", "/agent-webkit/sessions"),
+    ("GET", "/agent-webkit/sessions/{id}/stream"),
+    ("POST", "/agent-webkit/sessions/{id}/input"),
+    ("DELETE", "/agent-webkit/sessions/{id}"),
     ("POST", "/mcp"),
     ("GET", "/mcp"),
     ("DELETE", "/mcp"),
@@ -276,6 +282,10 @@ fn router(app: Arc<App>) -> Router {
         .route("/v1/sessions/{id}/inbox", get(inbox::list))
         .route("/v1/sessions/{id}/inbox/{event_id}/ack", post(inbox::ack))
         .route("/v1/events/stream", get(inbox::stream))
+        .route("/agent-webkit/sessions", post(webkit::create))
+        .route("/agent-webkit/sessions/{id}", axum::routing::delete(webkit::delete))
+        .route("/agent-webkit/sessions/{id}/stream", get(webkit::stream))
+        .route("/agent-webkit/sessions/{id}/input", post(webkit::input))
         .route_service("/mcp", mcp::service(app.clone()))
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(app.clone(), auth::require_token))

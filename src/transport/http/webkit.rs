@@ -1,0 +1,361 @@
+//! agent-webkit's wire protocol 1.0 (`../shared/reference/agent-webkit-wire-protocol.md`),
+//! served as it is under `/agent-webkit`, so front-ends built on its client
+//! drive pirn unchanged (base URL `http://HOST:PORT/agent-webkit`).
+//!
+//! Owns: the translation both ways. Sessions are the daemon's own (opened
+//! with [`super::sessions::open_session`], their frames from the same
+//! [`Hub`](crate::transport::hub::Hub)), so a session started here is also
+//! visible at `/v1/sessions`.
+//!
+//! Event ids: a pirn frame `f` becomes at most three agent-webkit events
+//! with ids `4f`, `4f+1`, `4f+2` (a result is `message_complete` or `error`,
+//! then `result`); `session_ready` is id 0 and `done` follows the last
+//! frame. So ids are numeric and monotonic, and `Last-Event-ID: n` resumes
+//! after event `n` from the hub's ring (412 once evicted, 400 when not a
+//! non-negative integer).
+//!
+//! Mapping (pirn → agent-webkit): `content_delta` → `message_delta`
+//! (`delta: {type: "text", text}`); `tool_start` → `tool_use`;
+//! `tool_end` → `tool_result` (`output` is pirn's result preview);
+//! `permission_request` → `permission_request` (`correlation_id` is pirn's
+//! `request_id`); a `result` → `message_complete` (or `error`) and `result`
+//! (`subtype` `success`, `error_max_turns` or `error_during_execution`).
+//! `message_id` is the send's id (one assistant message per send). Other
+//! pirn events (heartbeats, usage, compaction) are not forwarded.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response as HttpResponse};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::api::{ApiError, json_body};
+use super::{App, HttpSession, KEEPALIVE};
+use crate::approval::AnswerError;
+use crate::session::SendRejected;
+use crate::transport::hub::{Frame, ReplayError};
+use crate::wire::{ApprovalMode, Decision, InitConfig};
+
+/// The protocol version this module speaks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct CreateBody {
+    model: Option<String>,
+    permission_mode: Option<String>,
+    cwd: Option<String>,
+    /// pirn's own additions: the tools (default all six) and system prompt.
+    tools: Option<Vec<String>>,
+    system_prompt: Option<String>,
+}
+
+/// agent-webkit's (the Claude Agent SDK's) permission modes, or pirn's.
+fn approval_mode(mode: &str) -> Option<ApprovalMode> {
+    match mode {
+        "default" => Some(ApprovalMode::Suggest),
+        "acceptEdits" => Some(ApprovalMode::AutoEdit),
+        "bypassPermissions" => Some(ApprovalMode::FullAuto),
+        other => ApprovalMode::parse(other),
+    }
+}
+
+/// `POST /agent-webkit/sessions` → `{session_id, protocol_version: "1.0"}`.
+pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Value>, ApiError> {
+    let body: CreateBody = json_body(body).await?;
+    let mode = match body.permission_mode.as_deref() {
+        None => None,
+        Some(m) => {
+            Some(approval_mode(m).ok_or_else(|| ApiError::bad_request(format!("unknown permission_mode {m:?}")))?)
+        }
+    };
+    let all = || crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
+    let config = InitConfig {
+        model: body.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".into()),
+        system_prompt: body.system_prompt.unwrap_or_else(|| crate::config::DEFAULT_SYSTEM_PROMPT.to_owned()),
+        tools: body.tools.unwrap_or_else(all),
+        cwd: body.cwd,
+        approval_mode: mode,
+        permission_responses: Some(true),
+        ..InitConfig::default()
+    };
+    let s = super::sessions::open_session(&app, crate::wire::PROTOCOL_VERSION, config).await?;
+    Ok(Json(json!({"session_id": s.session.config().session_id, "protocol_version": PROTOCOL_VERSION})))
+}
+
+/// `DELETE /agent-webkit/sessions/{id}`: cancels what runs, closes the
+/// session; every subscriber gets `done` and its stream ends. 204.
+pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    let removed = app.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+    app.inbox.remove(&id);
+    let s = removed.ok_or_else(|| ApiError::not_found(format!("no session {id:?}")))?;
+    s.close().await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// One inbound message.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Input {
+    UserMessage {
+        content: Value,
+    },
+    Interrupt,
+    PermissionResponse {
+        correlation_id: String,
+        behavior: String,
+        #[serde(default)]
+        interrupt: bool,
+    },
+    QuestionResponse {
+        correlation_id: String,
+    },
+    SetPermissionMode {
+        mode: String,
+    },
+    SetModel {
+        model: Option<String>,
+    },
+    StopTask {
+        task_id: String,
+    },
+}
+
+/// `POST /agent-webkit/sessions/{id}/input` → 204; 409 when a permission
+/// was already answered; 404 unknown session, request or task; 400 bad
+/// message; 429 queue full.
+pub async fn input(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Result<StatusCode, ApiError> {
+    let s = app.get(&id)?;
+    let input: Input = json_body(body).await?;
+    match input {
+        Input::UserMessage { content } => {
+            let text = user_text(&content)?;
+            s.session.send(uuid::Uuid::new_v4().to_string(), text).map_err(|e| match e {
+                SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
+                e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
+            })?;
+        }
+        Input::Interrupt => {
+            s.session.cancel_running();
+        }
+        Input::PermissionResponse { correlation_id, behavior, interrupt } => {
+            let decision = match behavior.as_str() {
+                "allow" if interrupt => return Err(ApiError::bad_request("interrupt may only come with deny")),
+                "allow" => Decision::Allow,
+                "deny" => Decision::Deny,
+                other => return Err(ApiError::bad_request(format!("behavior must be allow or deny, not {other:?}"))),
+            };
+            match s.session.answer_permission(&correlation_id, decision) {
+                Ok(()) => {}
+                Err(e @ AnswerError::AlreadyAnswered) => {
+                    return Err(ApiError::new(StatusCode::CONFLICT, "ALREADY_ANSWERED", e.to_string()));
+                }
+                Err(AnswerError::Unknown) => {
+                    return Err(ApiError::not_found(format!("no permission request {correlation_id:?}")));
+                }
+            }
+            if interrupt {
+                s.session.cancel_running();
+            }
+        }
+        Input::QuestionResponse { correlation_id } => {
+            return Err(ApiError::not_found(format!("no question {correlation_id:?}: pirn asks none")));
+        }
+        Input::SetPermissionMode { mode } => {
+            let mode = approval_mode(&mode).ok_or_else(|| ApiError::bad_request(format!("unknown mode {mode:?}")))?;
+            s.session.set_approval_mode(mode);
+        }
+        Input::SetModel { model } => s.session.set_model(model),
+        Input::StopTask { task_id } => {
+            if !s.session.cancel(&task_id).await {
+                return Err(ApiError::not_found(format!("no running or queued task {task_id:?}")));
+            }
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The text of a `user_message`: a string, or the text blocks joined
+/// (images are refused: pirn's models are text-only).
+fn user_text(content: &Value) -> Result<String, ApiError> {
+    match content {
+        Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
+        Value::Array(blocks) => {
+            let mut text = Vec::new();
+            for b in blocks {
+                match b["type"].as_str() {
+                    Some("text") => text.push(b["text"].as_str().unwrap_or("").to_owned()),
+                    Some(other) => return Err(ApiError::bad_request(format!("{other} content is not supported"))),
+                    None => return Err(ApiError::bad_request("a content block needs a type")),
+                }
+            }
+            let text = text.join("\n");
+            if text.trim().is_empty() { Err(ApiError::bad_request("the message is empty")) } else { Ok(text) }
+        }
+        _ => Err(ApiError::bad_request("content must be a non-empty string or an array of content blocks")),
+    }
+}
+
+/// `GET /agent-webkit/sessions/{id}/stream`: SSE, see the module doc.
+pub async fn stream(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<HttpResponse, ApiError> {
+    let s = app.get(&id)?;
+    let last = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be a non-negative integer"))?,
+        ),
+    };
+    // Frames from the one holding event `last` on; its earlier events skipped.
+    let subscribed = match last {
+        None => s.hub.subscribe(None),
+        Some(n) => s.hub.subscribe(Some((n / 4).saturating_sub(1))),
+    };
+    let (replay, live) = match subscribed {
+        Ok(sub) => sub,
+        Err(ReplayError::Evicted) => {
+            return Err(ApiError::new(StatusCode::PRECONDITION_FAILED, "EVICTED", "those events are no longer kept"));
+        }
+        Err(ReplayError::Future(_)) => s.hub.subscribe(None).map_err(|_| ApiError::not_found("session closed"))?,
+    };
+    let state = Stream {
+        s: s.clone(),
+        replay: replay.into(),
+        live,
+        after: last,
+        ready: last.is_none(),
+        last_frame: 0,
+        pending: Vec::new(),
+        done: false,
+    };
+    let events =
+        futures_util::stream::unfold(
+            state,
+            |mut st| async move { st.next().await.map(|e| (Ok::<_, Infallible>(e), st)) },
+        );
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEPALIVE).text("keepalive")).into_response())
+}
+
+struct Stream {
+    s: Arc<HttpSession>,
+    replay: std::collections::VecDeque<Arc<Frame>>,
+    live: broadcast::Receiver<Arc<Frame>>,
+    /// Events up to this id were seen by the client.
+    after: Option<u64>,
+    /// `session_ready` still to send.
+    ready: bool,
+    last_frame: u64,
+    pending: Vec<SseEvent>,
+    done: bool,
+}
+
+impl Stream {
+    async fn next(&mut self) -> Option<SseEvent> {
+        if self.ready {
+            self.ready = false;
+            let data = json!({"session_id": self.s.session.config().session_id, "protocol_version": PROTOCOL_VERSION});
+            return Some(event(0, "session_ready", &data));
+        }
+        loop {
+            if !self.pending.is_empty() {
+                return Some(self.pending.remove(0));
+            }
+            if self.done {
+                return None;
+            }
+            let frame = match self.replay.pop_front() {
+                Some(f) => f,
+                None => match self.live.recv().await {
+                    Ok(f) => f,
+                    // Too slow: cut off (the client resumes with Last-Event-ID).
+                    Err(broadcast::error::RecvError::Lagged(_)) => return None,
+                    Err(broadcast::error::RecvError::Closed) => {
+                        self.done = true;
+                        return Some(event((self.last_frame + 1) * 4, "done", &json!({})));
+                    }
+                },
+            };
+            self.last_frame = frame.id;
+            for (k, name, data) in translate(&frame) {
+                let id = frame.id * 4 + k;
+                if self.after.is_none_or(|a| id > a) {
+                    self.pending.push(event(id, name, &data));
+                }
+            }
+        }
+    }
+}
+
+fn event(id: u64, name: &str, data: &Value) -> SseEvent {
+    SseEvent::default().id(id.to_string()).event(name).data(data.to_string())
+}
+
+/// The agent-webkit events of one pirn frame: (index within the frame, name, data).
+fn translate(frame: &Frame) -> Vec<(u64, &'static str, Value)> {
+    let Ok(line) = serde_json::from_str::<Value>(&frame.data) else { return Vec::new() };
+    let message_id = frame.send_id.as_deref().unwrap_or("").to_owned();
+    if frame.is_result {
+        let ok = line["status"] == "ok";
+        let subtype = match (ok, line["stop_reason"].as_str()) {
+            (true, _) => "success",
+            (false, Some("max_iterations")) => "error_max_turns",
+            _ => "error_during_execution",
+        };
+        let first = if ok {
+            let text = line["response"].as_str().unwrap_or("");
+            let message = json!({"id": message_id, "role": "assistant", "content": [{"type": "text", "text": text}],
+                "stop_reason": line["stop_reason"]});
+            ("message_complete", json!({"message_id": message_id, "message": message}))
+        } else {
+            let e = &line["error"];
+            ("error", json!({"code": e["code"], "message": e["message"]}))
+        };
+        let result = json!({
+            "session_id": line["session_id"],
+            "subtype": subtype,
+            "is_error": !ok,
+            "result": line["response"],
+            "stop_reason": line["stop_reason"],
+            "num_turns": line["iterations"],
+            "duration_ms": line["total_latency_ms"],
+            "usage": line["usage"],
+            "total_cost_usd": 0.0,
+            "message_id": message_id,
+        });
+        return vec![(0, first.0, first.1), (1, "result", result)];
+    }
+    let e = &line["event"];
+    let out = match e["event"].as_str() {
+        Some("content_delta") => {
+            ("message_delta", json!({"message_id": message_id, "delta": {"type": "text", "text": e["text"]}}))
+        }
+        Some("tool_start") => (
+            "tool_use",
+            json!({"message_id": message_id, "tool_use_id": e["call_id"], "tool_name": e["name"], "input": e["args"]}),
+        ),
+        Some("tool_end") => (
+            "tool_result",
+            json!({"tool_use_id": e["call_id"], "output": e["result_preview"], "is_error": e["is_error"]}),
+        ),
+        Some("permission_request") => (
+            "permission_request",
+            json!({"correlation_id": e["request_id"], "tool_name": e["name"], "input": e["args"],
+                   "context": {"reason": e["reason"], "message_id": message_id}}),
+        ),
+        _ => return Vec::new(),
+    };
+    vec![(0, out.0, out.1)]
+}
