@@ -306,3 +306,82 @@ async fn an_mcp_cancel_cancels_the_send_and_pirn_reaches_itself_over_http() {
     assert_eq!(result["response"], "outer done", "{result}");
     assert_eq!(event(&events, "tool_end")["result_preview"], "inner answer");
 }
+
+/// The MCP reference server (scripts/mcp-everything), or `None` outside CI
+/// when it is missing (in CI a missing server fails the test).
+fn everything() -> Option<String> {
+    match std::env::var("PIRN_TEST_MCP_EVERYTHING") {
+        Ok(dir) if !dir.is_empty() => Some(format!("{dir}/dist/index.js")),
+        _ => {
+            assert!(std::env::var_os("CI").is_none(), "PIRN_TEST_MCP_EVERYTHING is not set (scripts/test sets it)");
+            eprintln!("skipped: no MCP reference server (run scripts/test, or set PIRN_TEST_MCP_EVERYTHING)");
+            None
+        }
+    }
+}
+
+/// The reference server of the MCP project (TypeScript SDK) as a tool
+/// source, over stdio and over Streamable HTTP.
+#[tokio::test]
+async fn the_mcp_reference_server_works_over_stdio_and_streamable_http() {
+    let Some(index) = everything() else { return };
+    // Streamable HTTP: the server on a free port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut http = tokio::process::Command::new("node")
+        .args([index.as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(Instant::now() < deadline, "the reference server never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mock = MockServer::start(vec![
+        Reply::tool("mcp__ev__echo", json!({"message": "over stdio"})),
+        Reply::tool("mcp__ev__get-sum", json!({"a": 2, "b": 40})),
+        Reply::tool("mcp__evh__echo", json!({"message": "over http"})),
+        Reply::tool("mcp__ev__toggle-subscriber-updates", json!({})),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let config = json!({
+        "tools": ["mcp__ev__echo", "mcp__ev__get-sum", "mcp__ev__toggle-*", "mcp__evh__echo"],
+        "approval_mode": "suggest",
+        "mcp_servers": [
+            {"name": "ev", "command": "node", "args": [index, "stdio"]},
+            {"name": "evh", "url": format!("http://127.0.0.1:{port}/mcp")},
+        ],
+    });
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], config).await;
+    w.write(json!({"type": "send", "id": "s1", "message": "use the tools"})).await;
+    let (events, result) = w.result_for("s1").await;
+    assert_eq!(result["response"], "done", "{result}");
+    let ends: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["event"]["event"] == "tool_end")
+        .map(|e| {
+            (e["event"]["name"].as_str().unwrap().to_owned(), e["event"]["result_preview"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    assert_eq!(ends[0], ("mcp__ev__echo".to_owned(), "Echo: over stdio".to_owned()), "{ends:?}");
+    assert_eq!(ends[2], ("mcp__evh__echo".to_owned(), "Echo: over http".to_owned()), "{ends:?}");
+    assert!(ends[1].1.contains("42"), "{ends:?}");
+    // echo and get-sum are marked read-only by their server: they ran unasked
+    // in suggest mode; toggle-subscriber-updates is not, so it was asked and
+    // denied (nobody answers permission requests here).
+    let denied: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"]["event"] == "permission_denied")
+        .map(|e| e["event"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(denied, ["mcp__ev__toggle-subscriber-updates"]);
+    // The advertised schema is the server's own.
+    let tools = mock.requests()[0].body["tools"].clone();
+    let echo = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == "mcp__ev__echo").unwrap();
+    assert_eq!(echo["function"]["parameters"]["properties"]["message"]["type"], "string");
+    let _ = http.kill().await;
+}
