@@ -279,20 +279,39 @@ async fn connect(config: &McpServerConfig, workspace: &Path) -> Result<Server, S
                 cmd.env_remove(secret);
             }
             crate::tools::supervisor::supervise(&mut cmd);
-            let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
-                .stderr(std::process::Stdio::null())
+            let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+            let tail = stderr.map(|err| keep_tail(err, config.name.clone()));
             let group = transport.id().map(|p| p as i32);
-            let service = ().serve(transport).await.map_err(|e| {
-                if let Some(g) = group {
-                    // SAFETY: killpg has no memory-safety preconditions.
-                    unsafe {
-                        libc::killpg(g, libc::SIGKILL);
+            let served = ().serve(transport).await;
+            let service = match served {
+                Ok(service) => service,
+                Err(e) => {
+                    if let Some(g) = group {
+                        // SAFETY: killpg has no memory-safety preconditions.
+                        unsafe {
+                            libc::killpg(g, libc::SIGKILL);
+                        }
                     }
+                    // What the server said before it failed helps more than "connection closed".
+                    let said = match tail {
+                        Some(t) => tokio::time::timeout(Duration::from_secs(2), t)
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or_default(),
+                        None => String::new(),
+                    };
+                    let said = said.trim();
+                    return Err(if said.is_empty() {
+                        format!("initialize: {e}")
+                    } else {
+                        format!("initialize: {e}; its stderr ends: {said}")
+                    });
                 }
-                format!("initialize: {e}")
-            })?;
+            };
             Ok(Server { name: config.name.clone(), service, group, timeout })
         }
         (None, Some(url)) => {
@@ -315,6 +334,28 @@ async fn connect(config: &McpServerConfig, workspace: &Path) -> Result<Server, S
         }
         _ => Err("give either command (stdio) or url (Streamable HTTP)".into()),
     }
+}
+
+/// Bytes of a stdio server's stderr kept for an init error.
+const STDERR_TAIL: usize = 2048;
+
+/// Reads a stdio server's stderr to its end (so the server never blocks on
+/// a full pipe), logging it at debug level; resolves to its last
+/// [`STDERR_TAIL`] bytes.
+fn keep_tail(mut err: tokio::process::ChildStderr, server: String) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut tail: Vec<u8> = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = err.read(&mut buf).await {
+            tracing::debug!(server, "MCP server stderr: {}", String::from_utf8_lossy(&buf[..n]).trim_end());
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+        String::from_utf8_lossy(&tail).into_owned()
+    })
 }
 
 /// Shared handle kept by the session's configuration.

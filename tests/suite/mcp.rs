@@ -152,6 +152,10 @@ async fn mcp_servers_fail_the_init_clearly_and_die_with_pirn() {
     for (server, expect) in [
         (json!({"name": "gone", "command": "/nonexistent/mcp-server"}), "MCP server \"gone\""),
         (json!({"name": "notmcp", "command": "true"}), "MCP server \"notmcp\": initialize"),
+        (
+            json!({"name": "loud", "command": "sh", "args": ["-c", "echo boom: no API key >&2; exit 1"]}),
+            "its stderr ends: boom: no API key",
+        ),
         (json!({"name": "bad name"}), "server name \"bad name\""),
         (json!({"name": "both", "command": "x", "url": "http://127.0.0.1:1/mcp"}), "either command"),
         (json!({"name": "http", "url": "http://127.0.0.1:9/mcp"}), "MCP server \"http\""),

@@ -1,8 +1,7 @@
 //! Who may call `pirn serve`, and what browsers are told.
 //!
-//! Owns: the token check (every request but `GET /health`, `GET
-//! /api/health`, `POST /webhook/{token}` and CORS preflights when a token
-//! is set), compared in
+//! Owns: the token check (every request but `GET /health`, `POST
+//! /webhook/{token}` and CORS preflights when a token is set), compared in
 //! constant time without revealing the token's length, and the CORS policy (tower-http's
 //! [`CorsLayer`]: any origin; preflights answered `204 No Content`).
 
@@ -51,7 +50,7 @@ pub async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next
     let path = req.uri().path();
     // A webhook URL carries its own secret (stringd's local webhook).
     let webhook = req.method() == Method::POST && path.starts_with("/webhook/");
-    let open = webhook || (req.method() == Method::GET && (path == "/health" || path == "/api/health"));
+    let open = webhook || (req.method() == Method::GET && path == "/health");
     if open || authorized(app.token.as_deref(), &req) {
         next.run(req).await
     } else {

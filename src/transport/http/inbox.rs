@@ -181,19 +181,23 @@ pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: 
     let Some(session_id) = app.inbox.owner(&token) else {
         return webhook_error(StatusCode::UNAUTHORIZED, "Unknown webhook token".into());
     };
-    let mut bytes = Vec::new();
+    // Past the limit the rest is read and dropped (up to the API's drain
+    // limit), so the client sees the 413 rather than a broken pipe.
+    let (mut bytes, mut total) = (Vec::new(), 0usize);
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let Ok(chunk) = chunk else {
             return webhook_error(StatusCode::BAD_REQUEST, "cannot read the body".into());
         };
-        bytes.extend_from_slice(&chunk);
-        if bytes.len() > MAX_WEBHOOK_BODY {
-            return webhook_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("Webhook body exceeds {MAX_WEBHOOK_BODY} bytes"),
-            );
+        total = total.saturating_add(chunk.len());
+        if total <= MAX_WEBHOOK_BODY {
+            bytes.extend_from_slice(&chunk);
+        } else if total > super::DRAIN_LIMIT {
+            break;
         }
+    }
+    if total > MAX_WEBHOOK_BODY {
+        return webhook_error(StatusCode::PAYLOAD_TOO_LARGE, format!("Webhook body exceeds {MAX_WEBHOOK_BODY} bytes"));
     }
     let text = match String::from_utf8(bytes) {
         Ok(t) if !t.trim().is_empty() => t,
