@@ -15,6 +15,7 @@
 
 pub mod backlog;
 pub mod console;
+pub mod leader;
 pub mod process;
 pub mod shell;
 

@@ -7,6 +7,7 @@ mod worker;
 mod approval;
 mod cancel;
 mod cassette;
+mod console;
 mod context;
 mod errors;
 mod failover;

@@ -99,6 +99,17 @@ pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) ->
     Ok(s)
 }
 
+/// Takes session `id` off the live table (its webhook with it), cancels
+/// what runs and ends its streams; `None` when it was not live.
+pub async fn close_session(app: &App, id: &str) -> Option<Arc<HttpSession>> {
+    let removed = app.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+    app.inbox.remove(id);
+    if let Some(s) = &removed {
+        s.close().await;
+    }
+    removed
+}
+
 /// `body` over the stored session's `init.config` (404 when not stored).
 async fn with_stored_config(app: &App, id: &str, body: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
     let store = app.env.store.as_ref().ok_or_else(|| ApiError::not_found("persistence is off in this server"))?;
@@ -189,11 +200,7 @@ pub async fn delete_session(
     Path(id): Path<String>,
     Query(q): Query<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
-    let removed = app.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-    app.inbox.remove(&id);
-    if let Some(s) = &removed {
-        s.close().await;
-    }
+    let removed = close_session(&app, &id).await;
     let purged = match (&app.env.store, q.purge) {
         (Some(store), true) => store.delete(&id).await.map_err(store_error)?,
         _ => false,

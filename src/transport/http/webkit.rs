@@ -93,11 +93,10 @@ pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Valu
 /// `DELETE /agent-webkit/sessions/{id}`: cancels what runs, closes the
 /// session; every subscriber gets `done` and its stream ends. 204.
 pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
-    let removed = app.sessions.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-    app.inbox.remove(&id);
-    let s = removed.ok_or_else(|| ApiError::not_found(format!("no session {id:?}")))?;
-    s.close().await;
-    Ok(StatusCode::NO_CONTENT)
+    match super::sessions::close_session(&app, &id).await {
+        Some(_) => Ok(StatusCode::NO_CONTENT),
+        None => Err(ApiError::not_found(format!("no session {id:?}"))),
+    }
 }
 
 /// One inbound message.
