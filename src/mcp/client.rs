@@ -183,7 +183,8 @@ impl McpTools {
             }
             Ok(other) => ToolOutput::error(format!("MCP server {:?} answered {other:?}", server.name)),
             Err(ServiceError::Timeout { timeout }) => {
-                ToolOutput::error(format!("MCP tool {name} did not answer within {} s (cancelled)", timeout.as_secs()))
+                let ms = timeout.as_millis();
+                ToolOutput::error(format!("MCP tool {name} did not answer within {ms} ms, so it was cancelled"))
             }
             Err(ServiceError::McpError(e)) => ToolOutput::error(format!("MCP tool {name}: {}", e.message)),
             Err(e) => ToolOutput::error(format!("MCP server {:?}: {e}", server.name)),

@@ -133,6 +133,24 @@ async fn a_cancel_reaches_the_mcp_server_and_approval_modes_apply() {
         (ends[1]["event"]["name"].as_str(), ends[1]["event"]["is_error"].as_bool()),
         (Some("mcp__sh__glob"), Some(false))
     );
+    // A call past the server's timeout_ms is cancelled (the server's bash
+    // with it) and the model is told; the send goes on.
+    let slow = format!("sleep 88{}.5", std::process::id() % 1000);
+    mock.push(Reply::tool("mcp__sh__bash", json!({"command": slow})));
+    mock.push(Reply::text(&["gave up"]));
+    let mut server = pirn_mcp("sh", "bash,glob", tag.path());
+    server["timeout_ms"] = json!(300);
+    let (mut w, _) =
+        Worker::ready(&mock.base_url(), &[], json!({"tools": ["mcp__sh__*"], "mcp_servers": [server]})).await;
+    let t = Instant::now();
+    w.write(json!({"type": "send", "id": "slow", "message": "sleep"})).await;
+    let (events, result) = w.result_for("slow").await;
+    assert_eq!(result["response"], "gave up", "{result}");
+    let end = event(&events, "tool_end");
+    assert_eq!(end["is_error"], true);
+    assert!(end["result_preview"].as_str().unwrap().contains("did not answer within 300 ms"), "{end}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(until_gone(&slow).await, Vec::<String>::new());
 }
 
 #[tokio::test]
