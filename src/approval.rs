@@ -148,16 +148,8 @@ impl Policy {
 
     /// The verdict for calling `tool` with `args` in `workspace`.
     pub fn check(&self, tool: &str, args: &Value, workspace: &Path) -> Verdict {
-        let subject = subject(tool, args, workspace);
-        let subject = subject.as_deref();
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
-            return Verdict::Deny(format!("{tool} is denied by the rule {}", rule.text));
-        }
-        if let Some(rule) = self.ask.iter().find(|r| r.matches(tool, subject)) {
-            return Verdict::Ask(format!("{tool} requires approval by the rule {}", rule.text));
-        }
-        if self.allow.iter().any(|r| r.matches(tool, subject)) {
-            return Verdict::Allow;
+        if let Some(verdict) = self.by_rules(tool, subject(tool, args, workspace).as_deref()) {
+            return verdict;
         }
         let mode = self.mode.name();
         match self.mode {
@@ -180,25 +172,30 @@ impl Policy {
 }
 
 impl Policy {
+    /// What the rules say of `tool` on `subject` (deny beats ask beats
+    /// allow); `None` when no rule matches and the mode decides.
+    fn by_rules(&self, tool: &str, subject: Option<&str>) -> Option<Verdict> {
+        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
+            return Some(Verdict::Deny(format!("{tool} is denied by the rule {}", rule.text)));
+        }
+        if let Some(rule) = self.ask.iter().find(|r| r.matches(tool, subject)) {
+            return Some(Verdict::Ask(format!("{tool} requires approval by the rule {}", rule.text)));
+        }
+        self.allow.iter().any(|r| r.matches(tool, subject)).then_some(Verdict::Allow)
+    }
+
     /// The verdict for calling MCP tool `tool` with `args`: the rules first
     /// (a rule's pattern is matched against the arguments as compact JSON),
     /// then the mode. An MCP tool can do anything, so unless its server
     /// marks it read-only it is treated like `bash`: asked in `auto-edit` and
     /// `suggest`, refused in `plan`.
     pub fn check_mcp(&self, tool: &str, args: &Value, read_only: bool) -> Verdict {
-        let subject = args.to_string();
-        let subject = Some(subject.as_str());
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
-            return Verdict::Deny(format!("{tool} is denied by the rule {}", rule.text));
-        }
-        if let Some(rule) = self.ask.iter().find(|r| r.matches(tool, subject)) {
-            return Verdict::Ask(format!("{tool} requires approval by the rule {}", rule.text));
-        }
-        if self.allow.iter().any(|r| r.matches(tool, subject)) || read_only {
-            return Verdict::Allow;
+        if let Some(verdict) = self.by_rules(tool, Some(&args.to_string())) {
+            return verdict;
         }
         let mode = self.mode.name();
         match self.mode {
+            _ if read_only => Verdict::Allow,
             ApprovalMode::FullAuto => Verdict::Allow,
             ApprovalMode::Plan => Verdict::Deny(format!("{tool} is not allowed in plan mode (not marked read-only)")),
             ApprovalMode::AutoEdit | ApprovalMode::Suggest => {

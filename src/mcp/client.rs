@@ -195,12 +195,7 @@ impl McpTools {
     pub fn shutdown(&self) {
         for s in &self.servers {
             s.service.cancellation_token().cancel();
-            if let Some(group) = s.group {
-                // SAFETY: killpg has no memory-safety preconditions.
-                unsafe {
-                    libc::killpg(group, libc::SIGKILL);
-                }
-            }
+            kill_group(s.group);
         }
     }
 }
@@ -208,6 +203,16 @@ impl McpTools {
 impl Drop for McpTools {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// SIGKILLs a stdio server's process group (its supervisor's), if any.
+fn kill_group(group: Option<i32>) {
+    if let Some(g) = group {
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe {
+            libc::killpg(g, libc::SIGKILL);
+        }
     }
 }
 
@@ -290,12 +295,7 @@ async fn connect(config: &McpServerConfig, workspace: &Path) -> Result<Server, S
             let service = match served {
                 Ok(service) => service,
                 Err(e) => {
-                    if let Some(g) = group {
-                        // SAFETY: killpg has no memory-safety preconditions.
-                        unsafe {
-                            libc::killpg(g, libc::SIGKILL);
-                        }
-                    }
+                    kill_group(group);
                     // What the server said before it failed helps more than "connection closed".
                     let said = match tail {
                         Some(t) => tokio::time::timeout(Duration::from_secs(2), t)

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::mock::{MockServer, Reply};
-use super::worker::{Worker, event, names};
+use super::worker::{Worker, counterpart, event, names, processes_with, until_gone};
 
 /// A stdio MCP server entry: `pirn mcp` serving `tools`, tagged with a
 /// unique allowed path so the test can find its processes.
@@ -17,31 +17,6 @@ fn pirn_mcp(name: &str, tools: &str, tag: &std::path::Path) -> Value {
         "command": env!("CARGO_BIN_EXE_pirn"),
         "args": ["mcp", "--tools", tools, "--allowed-path", tag],
     })
-}
-
-/// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains(marker) {
-                found.push(format!("{}: {cmd}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
-}
-
-async fn until_gone(marker: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = processes_with(marker);
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
@@ -329,17 +304,9 @@ async fn an_mcp_cancel_cancels_the_send_and_pirn_reaches_itself_over_http() {
     assert_eq!(event(&events, "tool_end")["result_preview"], "inner answer");
 }
 
-/// The MCP reference server (scripts/mcp-everything), or `None` outside CI
-/// when it is missing (in CI a missing server fails the test).
+/// The MCP reference server's entry point (scripts/mcp-everything).
 fn everything() -> Option<String> {
-    match std::env::var("PIRN_TEST_MCP_EVERYTHING") {
-        Ok(dir) if !dir.is_empty() => Some(format!("{dir}/dist/index.js")),
-        _ => {
-            assert!(std::env::var_os("CI").is_none(), "PIRN_TEST_MCP_EVERYTHING is not set (scripts/test sets it)");
-            eprintln!("skipped: no MCP reference server (run scripts/test, or set PIRN_TEST_MCP_EVERYTHING)");
-            None
-        }
-    }
+    counterpart("PIRN_TEST_MCP_EVERYTHING").map(|dir| format!("{dir}/dist/index.js"))
 }
 
 /// The reference server of the MCP project (TypeScript SDK) as a tool

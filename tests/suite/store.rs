@@ -11,16 +11,7 @@ use serde_json::json;
 /// The Postgres URL of the test cluster; `None` (with a loud note) outside
 /// CI when there is none. In CI a missing database fails the test.
 pub fn postgres_url() -> Option<String> {
-    match std::env::var("PIRN_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("PIRN_TEST_POSTGRES is not set: in CI the Postgres tests must run (scripts/test starts a cluster)")
-        }
-        _ => {
-            eprintln!("NOTE: PIRN_TEST_POSTGRES unset; Postgres half of the test skipped (run scripts/test)");
-            None
-        }
-    }
+    super::worker::counterpart("PIRN_TEST_POSTGRES")
 }
 
 /// A fresh tenant name.

@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::http::{Daemon, call, client, daemon, daemon_with_env, new_session, post};
 use super::mock::{MockServer, Reply};
-use super::worker::pirn_command;
+use super::worker::{pirn_command, processes_with, until_gone};
 
 pub type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -206,31 +206,6 @@ async fn muti_refusals_are_an_error_then_close_1002() {
     let mut again = Shell::connect(&d.base, &sid, "tty").await;
     again.meta(json!({"command": "bash", "password": "pw"})).await;
     assert_eq!(again.ack().await["success"], true);
-}
-
-/// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains(marker) {
-                found.push(format!("{}: {cmd}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
-}
-
-async fn until_gone(marker: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = processes_with(marker);
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]

@@ -9,17 +9,9 @@ use serde_json::{Value, json};
 use super::http::{SseReader, call, client, daemon, post};
 use super::mock::{MockServer, Reply};
 
-/// The unpacked @agent-webkit/core (scripts/agent-webkit-client), or `None`
-/// outside CI when it is missing (in CI a missing client fails the test).
+/// The unpacked @agent-webkit/core (scripts/agent-webkit-client).
 fn client_package() -> Option<String> {
-    match std::env::var("PIRN_TEST_AGENT_WEBKIT") {
-        Ok(dir) if !dir.is_empty() => Some(dir),
-        _ => {
-            assert!(std::env::var_os("CI").is_none(), "PIRN_TEST_AGENT_WEBKIT is not set (scripts/test sets it)");
-            eprintln!("skipped: no agent-webkit client (run scripts/test, or set PIRN_TEST_AGENT_WEBKIT)");
-            None
-        }
-    }
+    super::worker::counterpart("PIRN_TEST_AGENT_WEBKIT")
 }
 
 #[tokio::test]

@@ -202,3 +202,48 @@ pub fn signal(pid: u32, sig: i32) {
     let rc = unsafe { libc::kill(pid as i32, sig) };
     assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
 }
+
+/// Processes whose command line contains `marker` (from `/proc`).
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(marker) {
+                found.push(format!("{}: {cmd}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+/// Waits up to 5 s for every process with `marker` to be gone; returns the
+/// ones left.
+pub async fn until_gone(marker: &str) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A test counterpart that `scripts/test` provides through environment
+/// variable `var` (a database URL, a package directory): its value, or
+/// `None` with a note outside CI. In CI (`CI` set) a missing one fails the
+/// test instead of skipping it.
+pub fn counterpart(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{var} is not set: in CI its tests must run (scripts/test sets it)"
+            );
+            eprintln!("NOTE: {var} unset; the test that needs it is skipped (run scripts/test)");
+            None
+        }
+    }
+}

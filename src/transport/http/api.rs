@@ -46,30 +46,44 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Reads a body of at most [`MAX_BODY`] bytes. A longer one is read on and
+/// Why a body was not read.
+#[derive(Debug)]
+pub enum BodyError {
+    /// The connection failed mid-body.
+    Read(String),
+    /// Longer than the limit (the rest was drained).
+    TooLarge,
+}
+
+/// Reads a body of at most `max` bytes. A longer one is read on and
 /// discarded up to [`DRAIN_LIMIT`] so the client finishes writing and sees
-/// the 413 instead of a broken pipe.
-pub async fn read_body(body: Body) -> Result<Vec<u8>, ApiError> {
+/// the answer (413) instead of a broken pipe.
+pub async fn read_limited(body: Body, max: usize) -> Result<Vec<u8>, BodyError> {
     let mut stream = body.into_data_stream();
     let mut buf = Vec::new();
     let mut total = 0usize;
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("cannot read the body: {e}")))?;
+        let chunk = chunk.map_err(|e| BodyError::Read(e.to_string()))?;
         total = total.saturating_add(chunk.len());
-        if total <= MAX_BODY {
+        if total <= max {
             buf.extend_from_slice(&chunk);
         } else if total > DRAIN_LIMIT {
             break;
         }
     }
-    if total > MAX_BODY {
-        return Err(ApiError::new(
+    if total > max { Err(BodyError::TooLarge) } else { Ok(buf) }
+}
+
+/// Reads a body of at most [`MAX_BODY`] bytes ([`read_limited`]).
+pub async fn read_body(body: Body) -> Result<Vec<u8>, ApiError> {
+    read_limited(body, MAX_BODY).await.map_err(|e| match e {
+        BodyError::Read(e) => ApiError::bad_request(format!("cannot read the body: {e}")),
+        BodyError::TooLarge => ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "BODY_TOO_LARGE",
             format!("request bodies are limited to {MAX_BODY} bytes"),
-        ));
-    }
-    Ok(buf)
+        ),
+    })
 }
 
 /// Reads a JSON body (see [`read_body`]); an empty body reads as `{}`.

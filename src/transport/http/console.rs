@@ -40,8 +40,9 @@ fn local(app: &App, peer: SocketAddr) -> Result<Arc<Terminals>, ApiError> {
     Ok(terminals)
 }
 
-fn console(terminals: &Terminals, id: &str) -> Result<Arc<Console>, ApiError> {
-    terminals.consoles.get(id).ok_or_else(|| ApiError::not_found(format!("no console {id:?}")))
+/// Console `id`, for a loopback peer only.
+fn local_console(app: &App, peer: SocketAddr, id: &str) -> Result<Arc<Console>, ApiError> {
+    local(app, peer)?.consoles.get(id).ok_or_else(|| ApiError::not_found(format!("no console {id:?}")))
 }
 
 /// `GET /api/health`: ACECode's liveness probe, with the console's backend.
@@ -126,8 +127,7 @@ pub async fn resize(
     Path(id): Path<String>,
     body: Body,
 ) -> Result<StatusCode, ApiError> {
-    let terminals = local(&app, peer)?;
-    let c = console(&terminals, &id)?;
+    let c = local_console(&app, peer, &id)?;
     let ResizeBody { cols, rows } = json_body(body).await?;
     if !(2..=1000).contains(&cols) || !(2..=1000).contains(&rows) {
         return Err(ApiError::bad_request(format!("cols and rows must be 2..1000, not {cols}x{rows}")));
@@ -148,8 +148,7 @@ pub async fn title(
     Path(id): Path<String>,
     body: Body,
 ) -> Result<StatusCode, ApiError> {
-    let terminals = local(&app, peer)?;
-    let c = console(&terminals, &id)?;
+    let c = local_console(&app, peer, &id)?;
     let TitleBody { title } = json_body(body).await?;
     c.set_title(&title);
     Ok(StatusCode::NO_CONTENT)
@@ -169,8 +168,7 @@ pub async fn websocket(
     Query(q): Query<CursorQuery>,
     ws: WebSocketUpgrade,
 ) -> Result<HttpResponse, ApiError> {
-    let terminals = local(&app, peer)?;
-    let c = console(&terminals, &id)?;
+    let c = local_console(&app, peer, &id)?;
     let shutdown = app.shutdown.clone();
     Ok(ws.on_upgrade(move |socket| attach(socket, c, q.cursor.unwrap_or(0), shutdown)))
 }

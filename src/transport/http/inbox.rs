@@ -25,13 +25,12 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response as HttpResponse};
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::App;
-use super::api::{ApiError, json_body};
+use super::api::{ApiError, BodyError, json_body, read_limited};
 
 /// Largest webhook body (bytes), as stringd.
 pub const MAX_WEBHOOK_BODY: usize = 64 * 1024;
@@ -181,24 +180,16 @@ pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: 
     let Some(session_id) = app.inbox.owner(&token) else {
         return webhook_error(StatusCode::UNAUTHORIZED, "Unknown webhook token".into());
     };
-    // Past the limit the rest is read and dropped (up to the API's drain
-    // limit), so the client sees the 413 rather than a broken pipe.
-    let (mut bytes, mut total) = (Vec::new(), 0usize);
-    let mut stream = body.into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let Ok(chunk) = chunk else {
-            return webhook_error(StatusCode::BAD_REQUEST, "cannot read the body".into());
-        };
-        total = total.saturating_add(chunk.len());
-        if total <= MAX_WEBHOOK_BODY {
-            bytes.extend_from_slice(&chunk);
-        } else if total > super::DRAIN_LIMIT {
-            break;
+    let bytes = match read_limited(body, MAX_WEBHOOK_BODY).await {
+        Ok(b) => b,
+        Err(BodyError::Read(_)) => return webhook_error(StatusCode::BAD_REQUEST, "cannot read the body".into()),
+        Err(BodyError::TooLarge) => {
+            return webhook_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Webhook body exceeds {MAX_WEBHOOK_BODY} bytes"),
+            );
         }
-    }
-    if total > MAX_WEBHOOK_BODY {
-        return webhook_error(StatusCode::PAYLOAD_TOO_LARGE, format!("Webhook body exceeds {MAX_WEBHOOK_BODY} bytes"));
-    }
+    };
     let text = match String::from_utf8(bytes) {
         Ok(t) if !t.trim().is_empty() => t,
         _ => return webhook_error(StatusCode::BAD_REQUEST, "Webhook body must be non-empty text".into()),
@@ -306,49 +297,54 @@ pub async fn stream(
     if let Some(id) = &only {
         app.get(id)?;
     }
-    let mut rx = app.inbox.live.subscribe();
-    let shutdown = app.shutdown.clone();
     let ready = SseEvent::default().event("ready").data(json!({"agent_id": only, "session_id": only}).to_string());
-    let events = async_stream(move |tx| async move {
-        if tx.send(ready).await.is_err() {
-            return;
-        }
-        let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING, PING);
-        loop {
-            let next = tokio::select! {
-                e = rx.recv() => match e {
-                    Ok(e) if only.as_deref().is_none_or(|s| s == e.session_id) => {
-                        SseEvent::default().event("event").data(serde_json::to_string(&e).unwrap_or_default())
-                    }
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(_) => return,
-                },
-                _ = ping.tick() => SseEvent::default().event("ping").data(json!({"t": iso_utc(SystemTime::now())}).to_string()),
-                () = shutdown.cancelled() => return,
-            };
-            if tx.send(next).await.is_err() {
-                return;
-            }
-        }
+    let state = Follow {
+        rx: app.inbox.live.subscribe(),
+        ping: tokio::time::interval_at(tokio::time::Instant::now() + PING, PING),
+        only,
+        shutdown: app.shutdown.clone(),
+        ready: Some(ready),
+    };
+    let events = futures_util::stream::unfold(state, |mut st| async move {
+        let next = st.next().await?;
+        Some((Ok::<_, Infallible>(next), st))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(super::KEEPALIVE).text("keepalive")).into_response())
 }
 
-/// A stream fed by `f` through a small channel.
-fn async_stream<F, Fut>(f: F) -> impl futures_util::Stream<Item = Result<SseEvent, Infallible>>
-where
-    F: FnOnce(tokio::sync::mpsc::Sender<SseEvent>) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let (tx, rx) = tokio::sync::mpsc::channel(16);
-    tokio::spawn(f(tx));
-    tokio_stream_from(rx)
+/// The state of one `/v1/events/stream` subscriber.
+struct Follow {
+    rx: broadcast::Receiver<InboxEvent>,
+    ping: tokio::time::Interval,
+    only: Option<String>,
+    shutdown: tokio_util::sync::CancellationToken,
+    ready: Option<SseEvent>,
 }
 
-fn tokio_stream_from(
-    mut rx: tokio::sync::mpsc::Receiver<SseEvent>,
-) -> impl futures_util::Stream<Item = Result<SseEvent, Infallible>> {
-    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok)))
+impl Follow {
+    /// `ready` first, then the events of the followed session(s) and
+    /// pings; `None` when the daemon stops.
+    async fn next(&mut self) -> Option<SseEvent> {
+        if let Some(ready) = self.ready.take() {
+            return Some(ready);
+        }
+        loop {
+            tokio::select! {
+                e = self.rx.recv() => match e {
+                    Ok(e) if self.only.as_deref().is_none_or(|s| s == e.session_id) => {
+                        return Some(SseEvent::default().event("event").data(serde_json::to_string(&e).unwrap_or_default()));
+                    }
+                    // Another session's event, or events missed by a slow reader.
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                _ = self.ping.tick() => {
+                    return Some(SseEvent::default().event("ping").data(json!({"t": iso_utc(SystemTime::now())}).to_string()));
+                }
+                () = self.shutdown.cancelled() => return None,
+            }
+        }
+    }
 }
 
 /// `2026-11-23T07:05:09.123Z` for `t` (UTC, milliseconds).

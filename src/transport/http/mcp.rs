@@ -145,22 +145,37 @@ async fn run_send(s: &Arc<HttpSession>, message: String, context: &RequestContex
         return CallToolResult::error(vec![ContentBlock::text(format!("send refused: {e}"))]);
     }
     let progress = context.meta.get_progress_token();
-    let (mut step, mut cancelled) = (0u32, false);
+    let (mut step, mut cancelled, mut last) = (0u32, false, 0u64);
+    let mut replay = std::collections::VecDeque::new();
     loop {
-        let frame = tokio::select! {
-            f = live.recv() => f,
-            // The client cancelled the call: cancel the send; its result follows.
-            () = context.ct.cancelled(), if !cancelled => {
-                cancelled = true;
-                s.session.cancel(&send_id).await;
-                continue;
-            }
+        let frame = match replay.pop_front() {
+            Some(f) => Ok(f),
+            None => tokio::select! {
+                f = live.recv() => f,
+                // The client cancelled the call: cancel the send; its result follows.
+                () = context.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    s.session.cancel(&send_id).await;
+                    continue;
+                }
+            },
         };
         let frame = match frame {
             Ok(f) => f,
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            // Too slow for the live feed: pick up after the last frame seen
+            // from the hub's ring, so the result cannot be missed.
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => match s.hub.subscribe(Some(last)) {
+                Ok((missed, again)) => {
+                    (replay, live) = (missed.into(), again);
+                    continue;
+                }
+                Err(e) => {
+                    return CallToolResult::error(vec![ContentBlock::text(format!("lost the send's events: {e}"))]);
+                }
+            },
             Err(_) => return CallToolResult::error(vec![ContentBlock::text("the session closed before the answer")]),
         };
+        last = frame.id;
         if frame.send_id.as_deref() != Some(send_id.as_str()) {
             continue;
         }

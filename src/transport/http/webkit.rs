@@ -237,7 +237,7 @@ pub async fn stream(
         after: last,
         ready: last.is_none(),
         last_frame: 0,
-        pending: Vec::new(),
+        pending: Default::default(),
         done: false,
     };
     let events =
@@ -257,7 +257,7 @@ struct Stream {
     /// `session_ready` still to send.
     ready: bool,
     last_frame: u64,
-    pending: Vec<SseEvent>,
+    pending: std::collections::VecDeque<SseEvent>,
     done: bool,
 }
 
@@ -269,8 +269,8 @@ impl Stream {
             return Some(event(0, "session_ready", &data));
         }
         loop {
-            if !self.pending.is_empty() {
-                return Some(self.pending.remove(0));
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
             }
             if self.done {
                 return None;
@@ -291,7 +291,7 @@ impl Stream {
             for (k, name, data) in translate(&frame) {
                 let id = frame.id * 4 + k;
                 if self.after.is_none_or(|a| id > a) {
-                    self.pending.push(event(id, name, &data));
+                    self.pending.push_back(event(id, name, &data));
                 }
             }
         }
