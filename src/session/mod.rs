@@ -102,9 +102,7 @@ impl Shared {
         }
         Some(config)
     }
-}
 
-impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
         // A panic while holding this lock cannot leave the queue half-updated
         // (every critical section is a single push/pop/assignment).
