@@ -147,8 +147,17 @@ impl Policy {
     }
 
     /// The verdict for calling `tool` with `args` in `workspace`.
+    ///
+    /// A file tool's path is matched twice, as written and as the OS
+    /// resolves it beneath the workspace, and the stricter verdict holds:
+    /// `deny: read_file(secret/**)` also denies `s -> secret/key.txt`.
     pub fn check(&self, tool: &str, args: &Value, workspace: &Path) -> Verdict {
-        if let Some(verdict) = self.by_rules(tool, subject(tool, args, workspace).as_deref()) {
+        let written = self.by_rules(tool, subject(tool, args, workspace).as_deref());
+        let verdict = match resolved_subject(tool, args, workspace) {
+            Some(real) => stricter(written, self.by_rules(tool, Some(&real))),
+            None => written,
+        };
+        if let Some(verdict) = verdict {
             return verdict;
         }
         let mode = self.mode.name();
@@ -235,6 +244,33 @@ fn subject(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
         Ok(rel) => rel.display().to_string(),
         Err(_) => clean.display().to_string(),
     })
+}
+
+/// For a file tool, its path as the OS resolves it beneath the workspace
+/// (workspace-relative), when that differs from the written one.
+fn resolved_subject(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
+    let field = match tool {
+        "read_file" | "write_file" | "edit_file" => "file_path",
+        "glob" | "grep" => "path",
+        _ => return None,
+    };
+    let raw = args.get(field).and_then(Value::as_str).unwrap_or(".");
+    let real = crate::tools::confine::resolve(raw, workspace, &[]).ok()?;
+    let rel = real.path().strip_prefix(workspace).ok()?;
+    let rel = if rel.as_os_str().is_empty() { ".".to_owned() } else { rel.display().to_string() };
+    (Some(&rel) != subject(tool, args, workspace).as_ref()).then_some(rel)
+}
+
+/// The stricter of two rule verdicts: deny, then ask, then none (the mode
+/// decides), then allow.
+fn stricter(a: Option<Verdict>, b: Option<Verdict>) -> Option<Verdict> {
+    let rank = |v: &Option<Verdict>| match v {
+        Some(Verdict::Deny(_)) => 3,
+        Some(Verdict::Ask(_)) => 2,
+        None => 1,
+        Some(Verdict::Allow) => 0,
+    };
+    if rank(&b) > rank(&a) { b } else { a }
 }
 
 /// Why an answer was not taken.

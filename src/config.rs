@@ -74,6 +74,9 @@ pub struct Environment {
     /// `PIRN_TENANT`); opened by the transport ([`crate::store::Store::from_env`]),
     /// `None` when persistence is off.
     pub store: Option<crate::store::Store>,
+    /// `PIRN_SANDBOX`, unparsed: the operator's default sandbox mode (a bad
+    /// value fails `init`).
+    pub sandbox: Option<String>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -118,6 +121,7 @@ impl Environment {
             replay: var("PIRN_REPLAY").map(PathBuf::from),
             replay_timing: var("PIRN_REPLAY_TIMING"),
             store: None,
+            sandbox: var("PIRN_SANDBOX"),
         }
     }
 
@@ -170,6 +174,34 @@ pub enum ConfigError {
     ZeroToolCalls,
     #[error(transparent)]
     Mcp(#[from] crate::mcp::client::McpError),
+    #[error("PIRN_SANDBOX={0:?} is not one of workspace-write, read-only, off")]
+    SandboxMode(String),
+    #[error("sandbox writable root {path:?}: {source}")]
+    WritableRoot { path: String, source: std::io::Error },
+}
+
+/// The session's sandbox: `config.sandbox` (else `PIRN_SANDBOX`, else
+/// `workspace-write`), `config.sandbox_network` (default true) and the
+/// writable roots (canonicalised; each must exist).
+fn sandbox_of(
+    config: &InitConfig,
+    env: &Environment,
+    workspace: &std::path::Path,
+    allowed_paths: &[PathBuf],
+) -> Result<crate::sandbox::Sandbox, ConfigError> {
+    use crate::sandbox::{Sandbox, SandboxMode};
+    let mode = match (config.sandbox, &env.sandbox) {
+        (Some(m), _) => m,
+        (None, Some(v)) => SandboxMode::parse(v).ok_or_else(|| ConfigError::SandboxMode(v.clone()))?,
+        (None, None) => SandboxMode::default(),
+    };
+    let mut extra = allowed_paths.to_vec();
+    for p in config.sandbox_writable_roots.iter().flatten() {
+        let real =
+            PathBuf::from(p).canonicalize().map_err(|source| ConfigError::WritableRoot { path: p.clone(), source })?;
+        extra.push(real);
+    }
+    Ok(Sandbox::new(mode, config.sandbox_network.unwrap_or(true), workspace, &extra))
 }
 
 /// Everything a session needs, validated. Built once; read-only after.
@@ -226,6 +258,10 @@ pub struct SessionConfig {
     pub permission_timeout: Duration,
     /// The transport's queue limits.
     pub limits: Limits,
+    /// The sandbox of `bash` and stdio MCP servers.
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
+    /// Extra environment names children get (`config.env_passthrough`).
+    pub env_passthrough: Arc<[String]>,
 }
 
 impl SessionConfig {
@@ -279,6 +315,7 @@ impl SessionConfig {
                 .map_err(|source| ConfigError::AllowedPath { path: p.clone(), source })?;
             allowed_paths.push(real);
         }
+        let sandbox = sandbox_of(config, env, &workspace, &allowed_paths)?;
         let known = |t: &String| tools::ALL_TOOLS.contains(&t.as_str());
         let mcp = |t: &String| t.starts_with(crate::mcp::client::PREFIX);
         let tools: Vec<String> = config.tools.iter().filter(|t| known(t) && policy.visible(t)).cloned().collect();
@@ -329,6 +366,8 @@ impl SessionConfig {
                 config.permission_timeout_ms.unwrap_or(DEFAULT_PERMISSION_TIMEOUT_MS),
             ),
             limits,
+            sandbox: Arc::new(sandbox),
+            env_passthrough: Arc::from(config.env_passthrough.clone().unwrap_or_default()),
         })
     }
 

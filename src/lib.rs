@@ -22,6 +22,7 @@ pub mod conversation;
 pub mod logging;
 pub mod mcp;
 pub mod model;
+pub mod sandbox;
 pub mod secret;
 pub mod session;
 pub mod sse;

@@ -12,6 +12,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pirn::logging;
 use pirn::transport::{http, run, stdio, writer::Format};
 use pirn::wire::InitConfig;
+use serve_cli::ServeArgs;
+
+mod serve_cli;
 
 const VERSION: &str =
     concat!(env!("CARGO_PKG_VERSION"), " (protocol ", include_str!("../PROTOCOL_VERSION"), "; serves 0.2.0 and 0.3.0)");
@@ -233,86 +236,19 @@ struct RunArgs {
     /// starting one.
     #[arg(long)]
     resume: Option<String>,
+    /// The sandbox of bash and stdio MCP servers: workspace-write, read-only
+    /// or off [env: PIRN_SANDBOX; default: workspace-write].
+    #[arg(long, value_parser = serve_cli::parse_sandbox)]
+    sandbox: Option<pirn::sandbox::SandboxMode>,
+    /// Children may not use TCP (connect, bind).
+    #[arg(long)]
+    no_network: bool,
+    /// A variable of pirn's environment that bash also gets (repeatable or
+    /// comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    env_passthrough: Vec<String>,
     /// The user message.
     prompt: String,
-}
-
-#[derive(clap::Args, Debug)]
-struct ServeArgs {
-    /// Address to bind; anything but loopback requires a token.
-    #[arg(long, default_value = "127.0.0.1")]
-    bind: std::net::IpAddr,
-    /// Port (0 picks a free one) [env: PIRN_PORT; default: 3923].
-    #[arg(long)]
-    port: Option<u16>,
-    /// Bearer token required on every request but GET /health [env: PIRN_TOKEN].
-    #[arg(long)]
-    token: Option<String>,
-    /// Seconds a send may wait in its session's queue.
-    #[arg(long, default_value_t = 120)]
-    queue_timeout_secs: u64,
-    /// Serve terminals: muti's shell WebSocket and ACECode's console PTYs.
-    /// They run commands without the approval gate; off by default.
-    #[arg(long)]
-    terminals: bool,
-    /// Let off-loopback peers open shells (they still need the token);
-    /// consoles stay loopback-only.
-    #[arg(long, requires = "terminals")]
-    terminals_remote: bool,
-    /// Commands a shell may run, comma-separated and matched exactly
-    /// [default: bash,sh,$SHELL].
-    #[arg(long, value_delimiter = ',')]
-    shell_allow: Vec<String>,
-    /// Password every shell's META must carry [env: PIRN_SHELL_PASSWORD].
-    #[arg(long)]
-    shell_password: Option<String>,
-    /// Most shells open at once.
-    #[arg(long, default_value_t = 16)]
-    shell_max_sessions: usize,
-    /// Shell timeout (seconds) when META gives none.
-    #[arg(long, default_value_t = 3600)]
-    shell_timeout_secs: u64,
-    /// Longest shell timeout (seconds) META may ask for.
-    #[arg(long, default_value_t = 86400)]
-    shell_max_timeout_secs: u64,
-    /// A directory shells may use as work_dir besides their session's
-    /// workspace and allowed paths (repeatable).
-    #[arg(long)]
-    shell_allow_path: Vec<std::path::PathBuf>,
-    /// Program consoles run [default: $SHELL].
-    #[arg(long)]
-    console_shell: Option<String>,
-}
-
-/// The terminal options of `pirn serve`, when `--terminals` is given.
-#[allow(clippy::print_stderr)]
-fn terminal_options(args: &ServeArgs) -> Option<pirn::terminal::TerminalOptions> {
-    use pirn::terminal::TerminalOptions;
-    if !args.terminals {
-        return None;
-    }
-    let mut allowed_paths = Vec::new();
-    for p in &args.shell_allow_path {
-        match p.canonicalize() {
-            Ok(real) => allowed_paths.push(real),
-            Err(e) => {
-                eprintln!("pirn serve: --shell-allow-path {}: {e}", p.display());
-                std::process::exit(2);
-            }
-        }
-    }
-    let allow: Vec<String> = args.shell_allow.iter().map(|c| c.trim().to_owned()).filter(|c| !c.is_empty()).collect();
-    let password = args.shell_password.clone().or_else(|| std::env::var("PIRN_SHELL_PASSWORD").ok());
-    Some(TerminalOptions {
-        remote: args.terminals_remote,
-        allow: if allow.is_empty() { TerminalOptions::default_allow() } else { allow },
-        password: password.filter(|p| !p.is_empty()),
-        max_shells: args.shell_max_sessions,
-        default_timeout: std::time::Duration::from_secs(args.shell_timeout_secs.max(1)),
-        max_timeout: std::time::Duration::from_secs(args.shell_max_timeout_secs.max(1)),
-        allowed_paths,
-        console_shell: args.console_shell.clone().unwrap_or_else(TerminalOptions::default_console_shell),
-    })
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -359,6 +295,9 @@ fn main() {
                 cwd: args.cwd,
                 temperature: args.temperature,
                 resume_session_id: args.resume,
+                sandbox: args.sandbox,
+                sandbox_network: args.no_network.then_some(false),
+                env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
                 ..InitConfig::default()
             };
             let format = match args.format {
@@ -412,19 +351,6 @@ fn main() {
                 }
             }
         }
-        Some(Command::Serve(args)) => {
-            let port = args
-                .port
-                .or_else(|| std::env::var("PIRN_PORT").ok().and_then(|p| p.trim().parse().ok()))
-                .unwrap_or(3923);
-            let opts = http::ServeOptions {
-                bind: args.bind,
-                port,
-                token: args.token.clone().or_else(|| std::env::var("PIRN_TOKEN").ok()),
-                queue_timeout: std::time::Duration::from_secs(args.queue_timeout_secs),
-                terminals: terminal_options(&args),
-            };
-            block_on_and_exit(http::serve(opts), log)
-        }
+        Some(Command::Serve(args)) => block_on_and_exit(http::serve(args.options()), log),
     }
 }

@@ -148,6 +148,8 @@ pub async fn run(
     conv.push_user(message);
     let mut tool_cx = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), cancel);
     tool_cx.read_files = Some(conv.read_files.clone());
+    tool_cx.sandbox = config.sandbox.clone();
+    tool_cx.env_passthrough = config.env_passthrough.clone();
     let mut guard = LoopGuard::default();
     // One retry after the server said the request does not fit.
     let mut context_retry = false;

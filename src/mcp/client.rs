@@ -88,6 +88,7 @@ impl McpTools {
         enabled: &[String],
         workspace: &Path,
         plan: bool,
+        children: (&crate::sandbox::Sandbox, &[String]),
     ) -> Result<McpTools, McpError> {
         let mut patterns = GlobSetBuilder::new();
         for e in enabled.iter().filter(|e| e.starts_with(PREFIX)) {
@@ -101,7 +102,7 @@ impl McpTools {
                 return Err(McpError::Config(format!("two servers are named {:?}", config.name)));
             }
             let fail = |reason: String| McpError::Server { server: config.name.clone(), reason };
-            let server = tokio::time::timeout(START_TIMEOUT, connect(config, workspace))
+            let server = tokio::time::timeout(START_TIMEOUT, connect(config, workspace, children))
                 .await
                 .map_err(|_| fail(format!("no answer within {} s", START_TIMEOUT.as_secs())))?
                 .map_err(fail)?;
@@ -275,14 +276,25 @@ fn content_text(block: &ContentBlock) -> String {
     }
 }
 
-async fn connect(config: &McpServerConfig, workspace: &Path) -> Result<Server, String> {
+/// Starts (stdio: under the session's sandbox, from the allowlisted
+/// environment plus the server's own `env`) or reaches (HTTP) one server.
+async fn connect(
+    config: &McpServerConfig,
+    workspace: &Path,
+    (sandbox, passthrough): (&crate::sandbox::Sandbox, &[String]),
+) -> Result<Server, String> {
     let timeout = config.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis);
     match (&config.command, &config.url) {
         (Some(command), None) => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(&config.args).envs(&config.env).current_dir(workspace).process_group(0).kill_on_drop(true);
-            for secret in ["PIRN_TOKEN", "PIRN_API_KEY", "OPENAI_API_KEY"] {
-                cmd.env_remove(secret);
+            cmd.env_clear().envs(crate::sandbox::child_env(passthrough)).envs(&config.env);
+            cmd.args(&config.args).current_dir(workspace).process_group(0).kill_on_drop(true);
+            match sandbox.prepare() {
+                Ok(Some(ruleset)) => ruleset.install(&mut cmd),
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(format!("not started: the {} sandbox cannot be set up: {e}", sandbox.mode.name()));
+                }
             }
             crate::tools::supervisor::supervise(&mut cmd);
             let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)

@@ -148,7 +148,8 @@ impl Session {
         let mut config = SessionConfig::new(init, env, limits, version)?;
         if let Some(servers) = init.mcp_servers.as_ref().filter(|s| !s.is_empty()) {
             let plan = config.policy.mode == crate::wire::ApprovalMode::Plan;
-            let started = McpTools::start(servers, &config.mcp_patterns, &config.workspace, plan).await;
+            let children = (&*config.sandbox, &config.env_passthrough[..]);
+            let started = McpTools::start(servers, &config.mcp_patterns, &config.workspace, plan, children).await;
             config.mcp = Some(Arc::new(started.map_err(ConfigError::from)?));
         }
         let messages = Arc::new(AtomicU64::new(0));
@@ -261,6 +262,7 @@ impl Session {
             active: q.active.is_some(),
             queue_length: Some(q.waiting.len() as u64),
             interrupted: Some(self.shared.interrupted.clone()).filter(|i| !i.is_empty()),
+            sandbox: Some(self.shared.config.sandbox.describe()),
         }
     }
 

@@ -1,7 +1,8 @@
 //! ACECode's console PTYs (`../shared/reference/acecode-daemon-api.md`,
 //! section 7): shells on a PTY that outlive their WebSockets.
 //!
-//! Owns: the table of consoles (ids `pty-1`, `pty-2`, …; at most
+//! Owns: the table of consoles (ids `pty-` and 32 random hex digits, kept
+//! in creation order; at most
 //! [`MAX_CONSOLES`]), each console's output [`Backlog`] fed by a pump task,
 //! its title and status, and the change signal readers wait on. A console
 //! lives until its shell exits *and* it is deleted, or until the daemon
@@ -46,7 +47,16 @@ pub struct Consoles {
 
 impl Consoles {
     /// Starts `shell` on a new 24×80 PTY in `cwd`. Errors: [`ConsoleError`].
-    pub fn create(&self, shell: &str, cwd: &Path, title: Option<&str>) -> Result<Arc<Console>, ConsoleError> {
+    /// `passthrough` names the daemon's variables the shell gets beyond the
+    /// allowlist. The console's id is random (122 bits): knowing one id
+    /// tells nothing of another.
+    pub fn create(
+        &self,
+        shell: &str,
+        cwd: &Path,
+        title: Option<&str>,
+        passthrough: &[String],
+    ) -> Result<Arc<Console>, ConsoleError> {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= MAX_CONSOLES {
             return Err(ConsoleError::Limit);
@@ -57,6 +67,7 @@ impl Consoles {
             program: shell.to_owned(),
             args: Vec::new(),
             env: vec![("TERM".into(), "xterm-256color".into())],
+            passthrough: passthrough.to_vec(),
             cwd: cwd.clone(),
             mode: Mode::Tty { rows: 24, cols: 80 },
         };
@@ -64,7 +75,7 @@ impl Consoles {
         let title = title.map(clean_title).filter(|t| !t.is_empty()).unwrap_or_else(|| format!("Terminal {n}"));
         let (changed, _) = watch::channel(());
         let console = Arc::new(Console {
-            id: format!("pty-{n}"),
+            id: format!("pty-{}", uuid::Uuid::new_v4().simple()),
             shell: shell.to_owned(),
             cwd,
             process,
@@ -79,8 +90,7 @@ impl Consoles {
 
     /// The console named `id`.
     pub fn get(&self, id: &str) -> Option<Arc<Console>> {
-        let n = id.strip_prefix("pty-")?.parse::<u64>().ok()?;
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).get(&n).cloned()
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).values().find(|c| c.id == id).cloned()
     }
 
     /// Every console, oldest first.
@@ -90,8 +100,10 @@ impl Consoles {
 
     /// Removes `id` and kills its shell; false when there is no such console.
     pub fn delete(&self, id: &str) -> bool {
-        let Some(n) = id.strip_prefix("pty-").and_then(|n| n.parse::<u64>().ok()) else { return false };
-        let removed = self.map.lock().unwrap_or_else(|p| p.into_inner()).remove(&n);
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(n) = map.iter().find(|(_, c)| c.id == id).map(|(n, _)| *n) else { return false };
+        let removed = map.remove(&n);
+        drop(map);
         removed.inspect(|c| c.process.kill()).is_some()
     }
 

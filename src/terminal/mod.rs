@@ -47,6 +47,9 @@ pub struct TerminalOptions {
     pub allowed_paths: Vec<PathBuf>,
     /// Program a console runs (ACECode's `console.shell`; default `$SHELL`).
     pub console_shell: String,
+    /// The daemon's variables terminals get beyond the allowlist
+    /// (`--env-passthrough`).
+    pub env_passthrough: Vec<String>,
 }
 
 impl TerminalOptions {

@@ -30,16 +30,17 @@ pub const CHUNK: usize = 64 * 1024;
 const OUTPUT_QUEUE: usize = 64;
 /// Input writes buffered before [`Process::write`] refuses more.
 const INPUT_QUEUE: usize = 256;
-/// Environment variables of the daemon a terminal never inherits.
-const SECRET_ENV: &[&str] = &["PIRN_TOKEN", "PIRN_SHELL_PASSWORD"];
 
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub program: String,
     pub args: Vec<String>,
-    /// Added to (and overriding) the daemon's environment.
+    /// Added to the allowlisted environment ([`crate::sandbox::child_env`]).
     pub env: Vec<(String, String)>,
+    /// Names of the daemon's variables passed on beyond the allowlist
+    /// (`pirn serve --env-passthrough`).
+    pub passthrough: Vec<String>,
     pub cwd: PathBuf,
     pub mode: Mode,
 }
@@ -236,8 +237,9 @@ fn spawn_pty(spec: &Spec, rows: u16, cols: u16) -> anyhow::Result<(Process, mpsc
     let pair = portable_pty::native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 })?;
     let mut cmd = CommandBuilder::new(&spec.program);
     cmd.args(&spec.args);
-    for name in SECRET_ENV {
-        cmd.env_remove(name);
+    cmd.env_clear();
+    for (k, v) in crate::sandbox::child_env(&spec.passthrough) {
+        cmd.env(k, v);
     }
     for (k, v) in &spec.env {
         cmd.env(k, v);
@@ -285,9 +287,7 @@ fn spawn_pipes(spec: &Spec) -> std::io::Result<(Process, mpsc::Receiver<Output>)
     use std::process::Stdio;
     let mut cmd = std::process::Command::new(&spec.program);
     cmd.args(&spec.args).current_dir(&spec.cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for name in SECRET_ENV {
-        cmd.env_remove(name);
-    }
+    cmd.env_clear().envs(crate::sandbox::child_env(&spec.passthrough));
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     // SAFETY: setsid and prctl are async-signal-safe system calls on no
     // shared memory; the closure runs between fork and exec.

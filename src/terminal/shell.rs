@@ -161,7 +161,8 @@ pub fn admit(
     } else {
         Mode::Stream
     };
-    Ok((Spec { program: meta.command, args: meta.args, env, cwd, mode }, timeout))
+    let passthrough = options.env_passthrough.clone();
+    Ok((Spec { program: meta.command, args: meta.args, env, passthrough, cwd, mode }, timeout))
 }
 
 /// META's `work_dir` (relative ones from the workspace), which must be an
@@ -196,6 +197,7 @@ mod tests {
             max_timeout: Duration::from_secs(600),
             allowed_paths: Vec::new(),
             console_shell: "/bin/sh".into(),
+            env_passthrough: Vec::new(),
         }
     }
 

@@ -96,13 +96,16 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             .stderr(writer2)
             .process_group(0)
             .kill_on_drop(true);
+        // An allowlisted environment, never pirn's settings or keys.
+        cmd.env_clear().envs(crate::sandbox::child_env(&ctx.env_passthrough));
+        // The sandbox first, so the supervisor and the whole tree are confined.
+        match ctx.sandbox.prepare() {
+            Ok(Some(ruleset)) => ruleset.install(&mut cmd),
+            Ok(None) => {}
+            Err(e) => return failed(format!("not run: the {} sandbox cannot be set up: {e}", ctx.sandbox.mode.name())),
+        }
         // The group dies with pirn, even on SIGKILL.
         super::supervisor::supervise(&mut cmd);
-        for (name, _) in std::env::vars_os() {
-            if name.to_str().is_some_and(is_secret) {
-                cmd.env_remove(&name);
-            }
-        }
         match cmd.spawn() {
             Ok(c) => c,
             Err(e) => return failed(format!("cannot start /bin/bash: {e}")),
@@ -165,15 +168,6 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             if is_failure { failed(text) } else { Ok(text) }
         }
     }
-}
-
-/// Environment variables the shell does not inherit: pirn's model
-/// credentials and anything named like a credential. A tool result must never
-/// carry them to the model (or into a transcript).
-fn is_secret(name: &str) -> bool {
-    let n = name.to_ascii_uppercase();
-    ["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "PIRN_TOKEN", "HEDDLE_API_KEY"].contains(&n.as_str())
-        || ["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_SECRET_ACCESS_KEY"].iter().any(|s| n.ends_with(s))
 }
 
 fn describe(status: Option<ExitStatus>) -> (String, bool) {

@@ -9,8 +9,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::read_file::{MAX_FILE_BYTES, open_nofollow};
-use super::write_file::write_atomic;
+use super::confine::Confined;
+use super::read_file::MAX_FILE_BYTES;
 use super::{ToolContext, ToolError, failed};
 
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
@@ -34,7 +34,8 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 /// match (with the closest line), several matches without `replace_all`
 /// (with their lines), binary or unreadable files.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-    let path = ctx.resolve(&args.file_path)?;
+    let target = ctx.resolve(&args.file_path)?;
+    let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
     if args.old_string.is_empty() {
         return failed("old_string is empty; use write_file to create a file");
@@ -42,9 +43,9 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if args.old_string == args.new_string {
         return failed("old_string and new_string are identical; nothing to change");
     }
-    let content = match read_text(&path) {
+    let content = match read_text(&target) {
         Ok(c) => c,
-        Err(e) if !path.exists() => return failed(format!("{shown}: {e}. {}", ctx.nearby(&path))),
+        Err(e) if !target.exists() => return failed(format!("{shown}: {e}. {}", ctx.nearby(&path))),
         Err(e) => return failed(format!("{shown}: {e}")),
     };
     ctx.mark_read(&path);
@@ -62,7 +63,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             let eol = if crlf { "\r\n" } else { "\n" };
             let replacement = reindent(&args.new_string, indent, &args.old_string, eol);
             let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
-            if let Err(e) = write_atomic(&path, updated.as_bytes()) {
+            if let Err(e) = target.write_atomic(updated.as_bytes()) {
                 return failed(format!("{shown}: write failed: {e}"));
             }
             let first_line = line_of(&content, from);
@@ -99,7 +100,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         new
     };
     let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
-    if let Err(e) = write_atomic(&path, updated.as_bytes()) {
+    if let Err(e) = target.write_atomic(updated.as_bytes()) {
         return failed(format!("{shown}: write failed: {e}"));
     }
     let first_line = line_of(&content, starts[0]);
@@ -114,9 +115,9 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     ))
 }
 
-fn read_text(path: &std::path::Path) -> Result<String, String> {
+fn read_text(target: &Confined) -> Result<String, String> {
     use std::io::Read;
-    let mut f = open_nofollow(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut f = target.open_read().map_err(|e| format!("cannot open: {e}"))?;
     let len = f.metadata().map_err(|e| e.to_string())?.len();
     if len > MAX_FILE_BYTES {
         return Err(format!("{len} bytes, over the {MAX_FILE_BYTES} byte limit"));

@@ -36,8 +36,9 @@ pub const DESCRIPTION: &str = "Find files by glob pattern, newest first. `*` doe
 /// Lists matches. Errors (to the model): bad pattern, path outside the
 /// workspace or not a directory.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-    let root = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
-    if !root.is_dir() {
+    let target = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
+    let root = target.path().to_path_buf();
+    if !target.is_dir() {
         return failed(format!("{} is not a directory", ctx.display(&root)));
     }
     let mut pattern = args.pattern.trim().trim_start_matches("./");
@@ -73,6 +74,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                     return WalkState::Continue;
                 };
                 if !entry.file_type().is_some_and(|t| t.is_file() || t.is_symlink()) {
+                    return WalkState::Continue;
+                }
+                // Links are not walked; one is listed only when the OS
+                // resolves it to a file inside the workspace.
+                if entry.path_is_symlink()
+                    && !ctx.resolve(&entry.path().to_string_lossy()).is_ok_and(|t| t.path().is_file())
+                {
                     return WalkState::Continue;
                 }
                 let Ok(rel) = entry.path().strip_prefix(root) else {

@@ -85,8 +85,11 @@ struct FileHits {
 /// Searches. Errors (to the model): invalid regex or glob, path outside the
 /// workspace.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-    let root = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
-    if !root.exists() {
+    // A resolved path holds no links; the walk below follows none, so a
+    // link to a directory outside is never searched.
+    let target = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
+    let root = target.path().to_path_buf();
+    if !target.exists() {
         return failed(format!("{} does not exist", ctx.display(&root)));
     }
     let matcher = match RegexMatcherBuilder::new()

@@ -12,6 +12,7 @@
 //! derived from its serde `Args` struct ([`spec`]).
 
 pub mod bash;
+pub mod confine;
 pub mod edit_file;
 pub mod glob;
 pub mod grep;
@@ -20,7 +21,7 @@ pub mod spec;
 pub mod supervisor;
 pub mod write_file;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 pub use spec::{schema_of, specs};
@@ -69,6 +70,20 @@ pub enum PathError {
         workspace.display()
     )]
     Outside { raw: String, resolved: PathBuf, workspace: PathBuf },
+    /// The OS refused to follow it beneath the workspace: a symbolic link
+    /// (relative or absolute) or a `..` would leave it.
+    #[error(
+        "path {raw:?} leads outside the workspace {} through a symbolic link or '..'; file tools stay inside it",
+        workspace.display()
+    )]
+    Escapes { raw: String, workspace: PathBuf },
+    /// The last component is a symlink whose target does not exist: a
+    /// write would create a file wherever the link points.
+    #[error("path {raw:?} is a symbolic link to nothing; pirn does not create files through links")]
+    DanglingLink { raw: String },
+    /// The OS could not look the path up beneath the workspace.
+    #[error("path {raw:?} cannot be resolved inside the workspace: {why}")]
+    Unresolvable { raw: String, why: String },
 }
 
 /// Why a tool call failed; the text is what the model reads.
@@ -105,12 +120,22 @@ pub struct ToolContext {
     /// Files whose rewrite `write_file` already refused once in this send
     /// (see `write_file::MOSTLY_DROPPED`).
     pub warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
+    /// The sandbox `bash` runs under (see [`crate::sandbox`]).
+    pub sandbox: std::sync::Arc<crate::sandbox::Sandbox>,
+    /// Names of pirn's environment variables that `bash` also gets, beyond
+    /// [`crate::sandbox::BASE_ENV`].
+    pub env_passthrough: std::sync::Arc<[String]>,
 }
 
 impl ToolContext {
-    /// A context with the default result cap ([`MAX_RESULT_BYTES`]).
+    /// A context with the default result cap ([`MAX_RESULT_BYTES`]), the
+    /// default `workspace-write` sandbox and no extra environment.
     pub fn new(workspace: PathBuf, allowed_paths: Vec<PathBuf>, cancel: CancellationToken) -> ToolContext {
+        let sandbox =
+            crate::sandbox::Sandbox::new(crate::sandbox::SandboxMode::WorkspaceWrite, true, &workspace, &allowed_paths);
         ToolContext {
+            sandbox: std::sync::Arc::new(sandbox),
+            env_passthrough: std::sync::Arc::from(Vec::new()),
             workspace,
             allowed_paths,
             cancel,
@@ -173,27 +198,14 @@ impl ToolContext {
         String::new()
     }
 
-    /// Resolves a model-given path against the workspace and checks that it
-    /// stays inside the workspace or an allowed path, following symlinks of
-    /// every existing component (a link pointing outside is refused).
+    /// Resolves a model-given path beneath the workspace or an allowed
+    /// path, by the OS (see [`confine`]): every existing component is
+    /// looked up with symlinks followed only while they stay inside.
     ///
-    /// Errors (for the model): empty path, or a path that leaves the
-    /// workspace, with the resolved location named.
-    pub fn resolve(&self, raw: &str) -> Result<PathBuf, PathError> {
-        if raw.trim().is_empty() {
-            return Err(PathError::Empty);
-        }
-        if raw.contains('\0') {
-            return Err(PathError::Nul);
-        }
-        let joined = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { self.workspace.join(raw) };
-        let lexical = normalize(&joined);
-        let real = canonicalize_existing_prefix(&lexical);
-        if self.is_allowed(&real) {
-            Ok(real)
-        } else {
-            Err(PathError::Outside { raw: raw.to_owned(), resolved: real, workspace: self.workspace.clone() })
-        }
+    /// Errors (for the model): empty path, a path that leaves the
+    /// workspace (with the location named), a dangling link.
+    pub fn resolve(&self, raw: &str) -> Result<confine::Confined, PathError> {
+        confine::resolve(raw, &self.workspace, &self.allowed_paths)
     }
 
     fn is_allowed(&self, p: &Path) -> bool {
@@ -206,52 +218,6 @@ impl ToolContext {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
             Ok(rel) => rel.display().to_string(),
             Err(_) => p.display().to_string(),
-        }
-    }
-}
-
-/// Removes `.` and applies `..` lexically (never above the root).
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-/// Canonicalizes the longest existing ancestor of `p` (resolving symlinks)
-/// and appends the rest, so paths of files yet to be created resolve too.
-fn canonicalize_existing_prefix(p: &Path) -> PathBuf {
-    let mut existing = p.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            // A dangling symlink as the last component would be created
-            // through on write: resolve it by hand.
-            return match std::fs::read_link(&out) {
-                Ok(target) if !out.exists() => {
-                    let base = out.parent().map(Path::to_path_buf).unwrap_or_default();
-                    normalize(&base.join(target))
-                }
-                _ => out,
-            };
-        }
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name.to_os_string());
-                existing = parent.to_path_buf();
-            }
-            _ => return p.to_path_buf(),
         }
     }
 }

@@ -44,9 +44,10 @@ pub const DESCRIPTION: &str = "Read a text file from the workspace. Returns numb
 /// Reads the file. Errors (to the model): outside the workspace, missing,
 /// a directory, binary, larger than [`MAX_FILE_BYTES`], unreadable.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-    let path = ctx.resolve(&args.file_path)?;
+    let target = ctx.resolve(&args.file_path)?;
+    let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
-    let file = match open_nofollow(&path) {
+    let file = match target.open_read() {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return failed(format!("{shown}: no such file. {}", ctx.nearby(&path)));
@@ -148,11 +149,4 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
 /// Types `infer` recognises that are still text (XML, HTML, shell scripts…).
 fn is_text(kind: infer::Type) -> bool {
     kind.mime_type().starts_with("text/") || matches!(kind.extension(), "xml" | "html" | "sh" | "json" | "svg")
-}
-
-/// Opens for reading without following a symlink in the last component
-/// (the path was already resolved; this closes the swap-in race).
-pub(crate) fn open_nofollow(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)
 }

@@ -7,12 +7,10 @@
 //! that would drop most of a file's lines is refused once (see
 //! [`MOSTLY_DROPPED`]); the same write asked for again goes through.
 
-use std::io::Write;
-use std::path::Path;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::confine::Confined;
 use super::{ToolContext, ToolError, failed};
 
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
@@ -42,7 +40,8 @@ pub const DESCRIPTION: &str =
 /// Writes the file. Errors (to the model): outside the workspace, a
 /// directory in the way, I/O failures.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-    let path = ctx.resolve(&args.file_path)?;
+    let target = ctx.resolve(&args.file_path)?;
+    let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
     if !ctx.may_overwrite(&path) {
         return failed(format!(
@@ -50,11 +49,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
              with edit_file (or write the complete new content with write_file)"
         ));
     }
-    if let Some(refusal) = drop_guard(&path, &shown, &args.content, ctx) {
+    if let Some(refusal) = drop_guard(&target, &shown, &args.content, ctx) {
         return failed(refusal);
     }
-    let existed = path.exists();
-    match write_atomic(&path, args.content.as_bytes()) {
+    let existed = target.exists();
+    match target.write_atomic(args.content.as_bytes()) {
         Ok(()) => Ok(format!(
             "{} {shown}: {} bytes written",
             if existed { "overwrote" } else { "created" },
@@ -74,20 +73,22 @@ pub fn is_drop_refusal(result: &str) -> bool {
 /// The refusal of a rewrite that would drop most of an existing file's
 /// lines (of at most `read_file::MAX_FILE_BYTES`), the first time it is
 /// asked for in this send.
-fn drop_guard(path: &Path, shown: &str, content: &str, ctx: &ToolContext) -> Option<String> {
+fn drop_guard(target: &Confined, shown: &str, content: &str, ctx: &ToolContext) -> Option<String> {
     // Only files read_file could have shown (it refuses larger ones): the
     // old content is read whole.
-    if std::fs::metadata(path).ok()?.len() > super::read_file::MAX_FILE_BYTES {
+    let file = target.open_read().ok()?;
+    if file.metadata().ok()?.len() > super::read_file::MAX_FILE_BYTES {
         return None;
     }
-    let old = std::fs::read_to_string(path).ok()?;
+    let mut old = String::new();
+    std::io::Read::read_to_string(&mut &file, &mut old).ok()?;
     let old_lines: Vec<&str> = old.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     if old_lines.len() < GUARDED_LINES {
         return None;
     }
     let new_lines: std::collections::HashSet<&str> = content.lines().map(str::trim).collect();
     let kept = old_lines.iter().filter(|l| new_lines.contains(*l)).count();
-    if kept * 100 >= old_lines.len() * MOSTLY_DROPPED || !ctx.warn_once(path) {
+    if kept * 100 >= old_lines.len() * MOSTLY_DROPPED || !ctx.warn_once(target.path()) {
         return None;
     }
     Some(format!(
@@ -97,30 +98,4 @@ fn drop_guard(path: &Path, shown: &str, content: &str, ctx: &ToolContext) -> Opt
         old_lines.len() - kept,
         old_lines.len()
     ))
-}
-
-/// Writes `bytes` to a temp file beside `path`, fsyncs it, gives it the old
-/// file's permissions (if any) and renames it over `path`.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
-    std::fs::create_dir_all(dir)?;
-    if path.is_dir() {
-        return Err(std::io::Error::other("a directory exists at that path"));
-    }
-    let old_perms = std::fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.permissions());
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.pirn-{}-{}.tmp", std::process::id(), uuid::Uuid::new_v4().simple()));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        if let Some(p) = old_perms {
-            std::fs::set_permissions(&tmp, p)?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }

@@ -114,7 +114,10 @@ pub async fn tool(name: String, args: String) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let ctx = crate::tools::ToolContext::new(workspace, Vec::new(), tokio_util::sync::CancellationToken::new());
+    let mut ctx = crate::tools::ToolContext::new(workspace, Vec::new(), tokio_util::sync::CancellationToken::new());
+    if let Some(mode) = std::env::var("PIRN_SANDBOX").ok().and_then(|v| crate::sandbox::SandboxMode::parse(&v)) {
+        ctx.sandbox = std::sync::Arc::new(crate::sandbox::Sandbox::new(mode, true, &ctx.workspace, &[]));
+    }
     let enabled: Vec<String> = crate::tools::ALL_TOOLS.iter().map(|t| t.to_string()).collect();
     let out = crate::tools::execute(&name, &args, &enabled, &ctx).await;
     let mut stdout = std::io::stdout().lock();

@@ -230,14 +230,17 @@ impl Worker {
                 }
                 let session_id = session.config().session_id.clone();
                 let protocol_version = session.config().version.as_str().to_owned();
+                let v0_3 = session.config().version >= crate::wire::ProtocolVersion::V0_3;
+                let sandbox = v0_3.then(|| session.config().sandbox.describe());
                 self.session = Some(session);
-                InitOk { id: init.id, session_id, protocol_version, error: None }
+                InitOk { id: init.id, session_id, protocol_version, error: None, sandbox }
             }
             Err(OpenError::Version(e)) => InitOk {
                 id: init.id,
                 session_id: String::new(),
                 protocol_version: PROTOCOL_VERSION.to_owned(),
                 error: Some(ErrorEnvelope::from(&e)),
+                sandbox: None,
             },
             Err(e @ (OpenError::Config(_) | OpenError::Resume { .. })) => return self.protocol_error(init.id, e).await,
         };

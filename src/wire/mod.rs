@@ -184,8 +184,10 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
         OutgoingMessage::StatusOk(s) => {
             s.queue_length = None;
             s.interrupted = None;
+            s.sandbox = None;
         }
-        OutgoingMessage::InitOk(_) | OutgoingMessage::ShutdownOk(_) => {}
+        OutgoingMessage::InitOk(i) => i.sandbox = None,
+        OutgoingMessage::ShutdownOk(_) => {}
     }
     true
 }

@@ -32,6 +32,11 @@ pub struct InitOk {
     pub protocol_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorEnvelope>,
+    /// pirn extension (0.3.0): the sandbox bash and stdio MCP servers run
+    /// under: `workspace-write`, `read-only`, either with `, no network`,
+    /// `off`, or `unavailable: <why>` (then bash calls fail, naming it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// An `event` line: `{type:"event", event:{event:NAME,…}, event_seq, send_id,
@@ -300,6 +305,9 @@ pub struct StatusOk {
     /// there were none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Vec<String>>,
+    /// pirn extension (0.3.0): the sandbox in force, as in `init_ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// The error envelope shared by results, `init_ok` and `error` events.

@@ -135,6 +135,57 @@ pub struct InitConfig {
     /// `tools` entries (exact names or globs such as `mcp__fs__*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<Vec<McpServerConfig>>,
+    /// The OS sandbox of `bash` and stdio MCP servers (default
+    /// `workspace-write`, or `PIRN_SANDBOX`). Accepted from 0.2.0 clients
+    /// too: it changes nothing on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
+    /// False: children may not open or accept TCP connections (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_network: Option<bool>,
+    /// More directories children may write beneath in `workspace-write`
+    /// mode (each must exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_writable_roots: Option<Vec<String>>,
+    /// Names of pirn's environment variables that children also get,
+    /// beyond PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TERM, TMPDIR
+    /// and TZ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_passthrough: Option<Vec<String>>,
+}
+
+/// How much a child may write.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// No sandbox.
+    Off,
+    /// Read anywhere; write beneath the workspace and the writable roots.
+    #[default]
+    WorkspaceWrite,
+    /// Read anywhere; write nowhere (but devices such as `/dev/null`).
+    ReadOnly,
+}
+
+impl SandboxMode {
+    /// `off`, `workspace-write` or `read-only`.
+    pub fn parse(s: &str) -> Option<SandboxMode> {
+        match s.trim() {
+            "off" => Some(SandboxMode::Off),
+            "workspace-write" => Some(SandboxMode::WorkspaceWrite),
+            "read-only" => Some(SandboxMode::ReadOnly),
+            _ => None,
+        }
+    }
+
+    /// The name used in config, flags and status.
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::Off => "off",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+        }
+    }
 }
 
 /// One MCP server (0.3.0): a stdio server (`command`, `args`, `env`) or a

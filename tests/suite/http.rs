@@ -143,7 +143,12 @@ impl SseReader {
 
 /// `POST …/sends?stream=1` with a raw JSON body.
 async fn stream_send(c: &reqwest::Client, base: &str, sid: &str, body: &'static str) -> reqwest::Response {
-    c.post(format!("{base}/v1/sessions/{sid}/sends?stream=1")).body(body).send().await.unwrap()
+    c.post(format!("{base}/v1/sessions/{sid}/sends?stream=1"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
 }
 
 async fn subscribe(c: &reqwest::Client, base: &str, sid: &str, last: Option<&str>) -> reqwest::Response {
@@ -403,7 +408,7 @@ async fn token_body_cap_cors_and_shutdown() {
         pirn_command(&mock.base_url(), &[]).args(["serve", "--bind", "0.0.0.0", "--port", "0"]).output().await.unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("token"));
-    let mut d = daemon(&mock.base_url(), &["--token", "s3cret"]).await;
+    let mut d = daemon(&mock.base_url(), &["--token", "s3cret", "--allow-origin", "http://app.example"]).await;
     let c = client();
     assert_eq!(call(c.get(format!("{}/health", d.base))).await.0, 200, "health needs no token");
     let (s, e) = call(c.get(format!("{}/v1/sessions", d.base))).await;
@@ -411,29 +416,56 @@ async fn token_body_cap_cors_and_shutdown() {
     assert_eq!(call(c.get(format!("{}/v1/sessions", d.base)).bearer_auth("wrong")).await.0, 401);
     let auth = |r: reqwest::RequestBuilder| r.bearer_auth("s3cret");
     assert_eq!(call(auth(c.get(format!("{}/v1/sessions", d.base)))).await.0, 200);
-    // CORS.
-    let pre = c.request(reqwest::Method::OPTIONS, format!("{}/v1/sessions", d.base)).send().await.unwrap();
+    // CORS, for the one allowed origin only.
+    let origin = "http://app.example";
+    let pre = c
+        .request(reqwest::Method::OPTIONS, format!("{}/v1/sessions", d.base))
+        .header("origin", origin)
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(pre.status(), 204);
-    assert_eq!(pre.headers()["access-control-allow-origin"], "*");
+    assert_eq!(pre.headers()["access-control-allow-origin"], origin);
     // Header names are case-insensitive (RFC 9110 §5.1); tower-http lists them in lower case.
     assert!(
         pre.headers()["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase().contains("authorization")
     );
-    let r = auth(c.get(format!("{}/v1/sessions", d.base))).send().await.unwrap();
-    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    let r = auth(c.get(format!("{}/v1/sessions", d.base))).header("origin", origin).send().await.unwrap();
+    assert_eq!(r.headers()["access-control-allow-origin"], origin);
     // Body cap.
     let cfg = json!({"model": "m", "system_prompt": "s", "tools": []});
-    let (s, b) = call(auth(c.post(format!("{}/v1/sessions", d.base))).body(cfg.to_string())).await;
+    let (s, b) = call(
+        auth(c.post(format!("{}/v1/sessions", d.base)))
+            .header("content-type", "application/json")
+            .body(cfg.to_string()),
+    )
+    .await;
     assert_eq!(s, 201);
     let sid = b["session_id"].as_str().unwrap().to_owned();
     let huge = format!(r#"{{"message":"{}"}}"#, "a".repeat(11 * 1024 * 1024));
-    let (s, e) = call(auth(c.post(format!("{}/v1/sessions/{sid}/sends", d.base))).body(huge)).await;
+    let (s, e) = call(
+        auth(c.post(format!("{}/v1/sessions/{sid}/sends", d.base)))
+            .header("content-type", "application/json")
+            .body(huge),
+    )
+    .await;
     assert_eq!((s, e["error"].as_str()), (413, Some("BODY_TOO_LARGE")));
-    let (s, e) = call(auth(c.post(format!("{}/v1/sessions/{sid}/sends", d.base))).body("{nope")).await;
+    let (s, e) = call(
+        auth(c.post(format!("{}/v1/sessions/{sid}/sends", d.base)))
+            .header("content-type", "application/json")
+            .body("{nope"),
+    )
+    .await;
     assert_eq!((s, e["error"].as_str()), (400, Some("BAD_REQUEST")));
     // Shutdown cancels the active send, its result reaches the stream, exit 0.
     let mut sse = SseReader::new(auth(c.get(format!("{}/v1/sessions/{sid}/events", d.base))).send().await.unwrap());
-    call(auth(c.post(format!("{}/v1/sessions/{sid}/sends", d.base))).body(r#"{"message":"go","send_id":"x"}"#)).await;
+    call(
+        auth(c.post(format!("{}/v1/sessions/{sid}/sends", d.base)))
+            .header("content-type", "application/json")
+            .body(r#"{"message":"go","send_id":"x"}"#),
+    )
+    .await;
     sse.next().await;
     let (s, b) = call(auth(c.post(format!("{}/shutdown", d.base)))).await;
     assert_eq!((s, b["ok"].as_bool()), (200, Some(true)));

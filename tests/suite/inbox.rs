@@ -16,6 +16,7 @@ async fn webhook_tokens_limits_inbox_and_ack() {
     let auth = |r: reqwest::RequestBuilder| r.bearer_auth("tk");
     let (status, created) = call(
         auth(c.post(format!("{}/v1/sessions", d.base)))
+            .header("content-type", "application/json")
             .body(json!({"model": "m", "system_prompt": "s", "tools": []}).to_string()),
     )
     .await;

@@ -21,6 +21,7 @@ mod mcp;
 mod persist;
 mod protocol;
 mod run_cmd;
+mod security;
 mod store;
 mod terminals;
 mod tools;

@@ -276,12 +276,17 @@ async fn terminals_are_off_by_default_and_loopback_only() {
         let port = first.rsplit(':').next().unwrap().to_owned();
         let base = format!("http://{ip}:{port}");
         // The console: 403 with the right token, from any non-loopback peer.
-        let pty = c.post(format!("{base}/api/pty")).header("X-ACECode-Token", "tk").body("{}");
+        let pty = c
+            .post(format!("{base}/api/pty"))
+            .header("X-ACECode-Token", "tk")
+            .header("content-type", "application/json")
+            .body("{}");
         assert_eq!(call(pty).await.0, 403);
         assert_eq!(call(c.get(format!("{base}/api/pty")).header("X-ACECode-Token", "nope")).await.0, 401);
         let (status, body) = call(
             c.post(format!("{base}/v1/sessions"))
                 .bearer_auth("tk")
+                .header("content-type", "application/json")
                 .body(r#"{"model":"m","system_prompt":"s","tools":[]}"#),
         )
         .await;

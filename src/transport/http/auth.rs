@@ -2,8 +2,8 @@
 //!
 //! Owns: the token check (every request but `GET /health`, `POST
 //! /webhook/{token}` and CORS preflights when a token is set), compared in
-//! constant time without revealing the token's length, and the CORS policy (tower-http's
-//! [`CorsLayer`]: any origin; preflights answered `204 No Content`).
+//! constant time without revealing the token's length, and preflights
+//! answered `204 No Content` (the CORS policy is [`super::guard`]'s).
 
 use std::sync::Arc;
 
@@ -11,25 +11,9 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response as HttpResponse};
-use tower_http::cors::{AllowHeaders, AllowMethods, Any, CorsLayer};
 
 use super::App;
 use super::api::ApiError;
-
-/// The CORS layer: `Access-Control-Allow-Origin: *` on every answer; the
-/// headers and methods the API uses on preflights.
-pub fn cors() -> CorsLayer {
-    CorsLayer::new()
-        .allow_origin(Any)
-        .allow_headers(AllowHeaders::list([
-            header::CONTENT_TYPE,
-            header::AUTHORIZATION,
-            header::HeaderName::from_static("last-event-id"),
-            header::HeaderName::from_static(ACECODE_TOKEN),
-            header::HeaderName::from_static("x-agent-id"),
-        ]))
-        .allow_methods(AllowMethods::list([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS]))
-}
 
 /// Preflights get `204 No Content` (tower-http answers them `200` with an
 /// empty body; the API documents 204).
@@ -74,7 +58,7 @@ fn authorized(token: Option<&str>, req: &Request) -> bool {
 }
 
 /// ACECode's token header.
-const ACECODE_TOKEN: &str = "x-acecode-token";
+pub(super) const ACECODE_TOKEN: &str = "x-acecode-token";
 
 /// The `token` query parameter, percent-decoded.
 fn query_token(uri: &axum::http::Uri) -> Option<String> {

@@ -78,7 +78,7 @@ pub async fn create(
         None => std::env::current_dir().map_err(|e| ApiError::bad_request(format!("no daemon cwd: {e}")))?,
     };
     let shell = terminals.options.console_shell.clone();
-    match terminals.consoles.create(&shell, &cwd, body.title.as_deref()) {
+    match terminals.consoles.create(&shell, &cwd, body.title.as_deref(), &terminals.options.env_passthrough) {
         Ok(c) => Ok((StatusCode::CREATED, Json(c.info())).into_response()),
         Err(e @ ConsoleError::Limit) => {
             Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_CONSOLES", e.to_string()))

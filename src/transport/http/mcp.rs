@@ -61,9 +61,14 @@ pub struct SendArgs {
 /// The tower service mounted at `/mcp`.
 pub fn service(app: Arc<App>) -> StreamableHttpService<PirnMcp, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default();
-    // The daemon checks who may call (loopback or token); any Host name may
-    // reach it, as on every other route.
-    config = config.disable_allowed_hosts();
+    // rmcp's own DNS-rebinding check, on the same names as the daemon's
+    // guard (which runs first and answers with pirn's JSON error).
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    hosts.extend(app.trust.hosts.iter().cloned());
+    if !app.bind.is_loopback() {
+        hosts.push(app.bind.to_string());
+    }
+    config = config.with_allowed_hosts(hosts);
     config.cancellation_token = app.shutdown.child_token();
     StreamableHttpService::new(move || Ok(PirnMcp { app: app.clone() }), Arc::default(), config)
 }

@@ -7,8 +7,8 @@
 //! streams), every hub closed (streams end), and axum's graceful shutdown
 //! waits for the answers in flight.
 //!
-//! One file per concern: [`api`] (error bodies, body cap), [`auth`] (token,
-//! CORS), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]; with
+//! One file per concern: [`guard`] (Host, Origin, content type, CORS, what
+//! an HTTP session may ask for), [`api`] (error bodies, body cap), [`auth`] (token), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]; with
 //! [`mcp`] (pirn as an MCP server at `/mcp`), [`inbox`] (webhooks),
 //! [`webkit`] (agent-webkit 1.0 under `/agent-webkit`); with
 //! `--terminals`, [`shell`] (muti's shell WebSocket) and [`console`]
@@ -20,6 +20,7 @@ pub mod api;
 pub mod auth;
 pub mod console;
 pub mod events;
+pub mod guard;
 pub mod history;
 pub mod inbox;
 pub mod mcp;
@@ -107,6 +108,10 @@ pub struct ServeOptions {
     pub queue_timeout: Duration,
     /// Terminals (`--terminals`); `None`: their routes answer 404.
     pub terminals: Option<TerminalOptions>,
+    /// Who may reach the daemon and what sessions may ask for
+    /// (`--allow-host`, `--allow-origin`, `--allow-mcp-command`,
+    /// `--sandbox`, `--no-network`, `--env-passthrough`).
+    pub trust: guard::Trust,
 }
 
 /// A live session and its hub.
@@ -143,6 +148,9 @@ pub struct App {
     guid: String,
     port: u16,
     started: std::time::Instant,
+    /// The address bound (a Host naming it is accepted off loopback).
+    bind: IpAddr,
+    trust: guard::Trust,
 }
 
 impl App {
@@ -209,6 +217,8 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         guid: uuid::Uuid::new_v4().to_string(),
         port: local.map_or(opts.port, |a| a.port()),
         started: std::time::Instant::now(),
+        bind: opts.bind,
+        trust: opts.trust,
     });
     // The one line serve prints: where it listens (scripts read it).
     let mut out = std::io::stdout();
@@ -289,7 +299,9 @@ fn router(app: Arc<App>) -> Router {
         .route_service("/mcp", mcp::service(app.clone()))
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(middleware::from_fn_with_state(app.clone(), auth::require_token))
-        .layer(auth::cors())
+        .layer(guard::cors(&app.trust))
         .layer(middleware::from_fn(auth::preflight_no_content))
+        // Outermost: nothing runs for a foreign Host or Origin.
+        .layer(middleware::from_fn_with_state(app.clone(), guard::check))
         .with_state(app)
 }

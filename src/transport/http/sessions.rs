@@ -76,6 +76,8 @@ pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) ->
     let invalid = |e: &dyn std::fmt::Display| {
         ApiError::new(StatusCode::BAD_REQUEST, "protocol_error", format!("invalid session config: {e}"))
     };
+    // What a trusted stdio parent may ask for, an HTTP client may not.
+    app.trust.admit(&mut config).map_err(|e| invalid(&e))?;
     if wire::negotiate(Some(requested)).is_ok_and(|v| v >= ProtocolVersion::V0_3) {
         config.permission_responses.get_or_insert(true);
     }
