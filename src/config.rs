@@ -262,6 +262,10 @@ pub struct SessionConfig {
     pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// Extra environment names children get (`config.env_passthrough`).
     pub env_passthrough: Arc<[String]>,
+    /// `config.verify_command` (see `agent::verify`).
+    pub verify_command: Option<String>,
+    /// `config.verify_rounds`, default `agent::verify::DEFAULT_ROUNDS`.
+    pub verify_rounds: u32,
 }
 
 impl SessionConfig {
@@ -368,6 +372,8 @@ impl SessionConfig {
             limits,
             sandbox: Arc::new(sandbox),
             env_passthrough: Arc::from(config.env_passthrough.clone().unwrap_or_default()),
+            verify_command: config.verify_command.clone().filter(|c| !c.trim().is_empty()),
+            verify_rounds: config.verify_rounds.unwrap_or(crate::agent::verify::DEFAULT_ROUNDS),
         })
     }
 

@@ -247,6 +247,10 @@ struct RunArgs {
     /// comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     env_passthrough: Vec<String>,
+    /// A command that shows the task is done (e.g. `python3 -m unittest`):
+    /// run when the model says it is, and given back to it while it fails.
+    #[arg(long, value_name = "CMD")]
+    verify: Option<String>,
     /// The user message.
     prompt: String,
 }
@@ -296,6 +300,7 @@ fn main() {
                 temperature: args.temperature,
                 resume_session_id: args.resume,
                 sandbox: args.sandbox,
+                verify_command: args.verify,
                 sandbox_network: args.no_network.then_some(false),
                 env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
                 ..InitConfig::default()

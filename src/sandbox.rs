@@ -188,13 +188,22 @@ pub const BASE_ENV: [&str; 9] = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LA
 /// The environment a child starts from: the [`BASE_ENV`] names, `LC_*`,
 /// and the names in `passthrough`, with their values in pirn's environment.
 /// Nothing else: no keys, no `PIRN_*` settings, no database URLs.
+///
+/// One variable is set rather than passed: `PYTHONDONTWRITEBYTECODE=1`.
+/// Python trusts cached bytecode whose source has the same size and the
+/// same mtime second, so a script rewritten within a second of its last
+/// run (as an agent does) would run the stale version.
 pub fn child_env(passthrough: &[String]) -> Vec<(OsString, OsString)> {
-    std::env::vars_os()
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(name, _)| {
             name.to_str()
                 .is_some_and(|n| BASE_ENV.contains(&n) || n.starts_with("LC_") || passthrough.iter().any(|p| p == n))
         })
-        .collect()
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PYTHONDONTWRITEBYTECODE") {
+        env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    }
+    env
 }
 
 #[cfg(test)]
@@ -214,7 +223,10 @@ mod tests {
         let env = child_env(&["PIRN_TEST_PASSED".to_owned()]);
         assert!(env.iter().all(|(k, _)| {
             let k = k.to_string_lossy();
-            BASE_ENV.contains(&k.as_ref()) || k.starts_with("LC_") || k == "PIRN_TEST_PASSED"
+            BASE_ENV.contains(&k.as_ref())
+                || k.starts_with("LC_")
+                || k == "PIRN_TEST_PASSED"
+                || k == "PYTHONDONTWRITEBYTECODE"
         }));
     }
 }

@@ -16,6 +16,9 @@
 //! - [`Check::UnmadeChange`]: the request asks for a change (a change verb,
 //!   not a question) and no `write_file`, `edit_file` or `bash` call
 //!   succeeded;
+//! - [`Check::Announced`]: the request asks for a change and the answer
+//!   announces work instead of reporting it ("I will fix it and run the
+//!   tests again");
 //! - [`Check::NotRun`]: a sentence of the request starts with "run" or
 //!   "execute" (a command, not the noun) and no `bash` call ran;
 //! - [`Check::MissingPath`]: the answer names a file (a path with a source or
@@ -31,6 +34,7 @@ use std::path::Path;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Check {
     UnmadeChange,
+    Announced,
     NotRun,
     MissingPath,
 }
@@ -73,6 +77,10 @@ pub struct Progress {
     changed: bool,
     /// A `bash` call ran (its command's exit code does not matter).
     ran: bool,
+    /// A `write_file` or `edit_file` call succeeded.
+    wrote: bool,
+    /// The first line of each successful write or edit ("edited a.py: …").
+    done: Vec<String>,
     /// Checks that already sent the model back.
     fired: HashSet<Check>,
 }
@@ -83,7 +91,14 @@ impl Progress {
     pub fn record(&mut self, tool: &str, result: &str) {
         let ok = !result.starts_with("Error:");
         match tool {
-            "write_file" | "edit_file" => self.changed |= ok,
+            "write_file" | "edit_file" => {
+                self.changed |= ok;
+                self.wrote |= ok;
+                if ok {
+                    let first = result.lines().next().unwrap_or("");
+                    self.done.push(first.split(". Lines around").next().unwrap_or(first).to_owned());
+                }
+            }
             "bash" => {
                 // A command that ran and exited non-zero is still a run.
                 let ran = ok || result.contains("exit code");
@@ -92,6 +107,24 @@ impl Progress {
             }
             _ => {}
         }
+    }
+
+    /// pirn's own account of the send, for an answer the model did not
+    /// give: the writes and edits that succeeded.
+    pub fn summary(&self) -> String {
+        if self.done.is_empty() {
+            "Stopped: the model kept repeating the same tool calls, and no file was changed.".to_owned()
+        } else {
+            format!(
+                "Stopped: the model kept repeating the same tool calls. Done before that: {}.",
+                self.done.join("; ")
+            )
+        }
+    }
+
+    /// True once a `write_file` or `edit_file` call succeeded in this send.
+    pub fn wrote(&self) -> bool {
+        self.wrote
     }
 
     /// The message that sends the model back, or `None` to accept `answer`.
@@ -108,6 +141,14 @@ impl Progress {
                 Check::UnmadeChange,
                 "That is not true yet: no file has been changed (no write_file, edit_file or bash call \
                  succeeded in this task). Call write_file or edit_file now to make the change."
+                    .to_owned(),
+            )
+        } else if asks_for_change(request, &words) && announces_work(answer) && !self.fired.contains(&Check::Announced)
+        {
+            (
+                Check::Announced,
+                "You said what you are going to do, but you have not done it: the task is finished only when the \
+                 change is made. Do it now with the tools, then answer with what you did."
                     .to_owned(),
             )
         } else if !self.ran && enabled("bash") && asks_to_run(request) && !self.fired.contains(&Check::NotRun) {
@@ -141,6 +182,30 @@ impl Progress {
         tracing::info!(?check, "the answer was sent back to the model");
         Some(message)
     }
+}
+
+/// Phrases that announce work still to do, when they open a sentence.
+const ANNOUNCING: &[&str] = &[
+    "i will ",
+    "i'll ",
+    "let me ",
+    "i am going to ",
+    "i'm going to ",
+    "next, i ",
+    "now i will ",
+    "now, i will ",
+    "i need to ",
+    "we need to ",
+    "i would need to ",
+];
+
+/// True when a sentence of `answer` opens with an announcement of work
+/// ("I will fix it", "Let me run the tests").
+fn announces_work(answer: &str) -> bool {
+    answer.split(['.', '!', '?', '\n']).any(|sentence| {
+        let s = sentence.trim_start().to_lowercase();
+        ANNOUNCING.iter().any(|a| s.starts_with(a))
+    })
 }
 
 /// Lower-case words of `text` (letters, digits and `_`; `create_file` is one word).
@@ -273,6 +338,19 @@ mod tests {
         let mut p = Progress::default();
         p.record("bash", "Error: exit code 1\nTraceback …");
         assert_eq!(p.review(req, "It fails.", &all_tools(), dir.path()), None);
+    }
+
+    #[test]
+    fn announced_work_is_sent_back_once() {
+        assert!(announces_work("The bug is in stats.py. I will fix it and run the tests again."));
+        assert!(announces_work("Let me update the file."));
+        assert!(!announces_work("I fixed the bug; the tests pass. Will it scale? Yes."));
+        let ws = std::env::temp_dir();
+        let mut p = Progress::default();
+        p.record("edit_file", "edited a.py: replaced 1 occurrence");
+        let fix = "Fix the crash in a.py.";
+        assert!(p.review(fix, "I will fix it next.", &["edit_file".into()], &ws).is_some());
+        assert!(p.review(fix, "I will fix it next.", &["edit_file".into()], &ws).is_none(), "once");
     }
 
     #[test]

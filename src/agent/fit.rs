@@ -209,3 +209,30 @@ async fn summarise(
     let done = stream.into_completion();
     Ok((done.text, done.usage))
 }
+
+/// A manual compaction: summarises everything before the last
+/// [`context::KEEP_TURNS`] answers, whatever the window (an unknown window
+/// counts as [`COMPACT_WINDOW_UNKNOWN`] tokens for the summary request).
+pub async fn compact_now(
+    config: &SessionConfig,
+    conv: &mut Conversation,
+    stats: &mut SendStats,
+    emit: &Emitter,
+) -> super::Outcome {
+    let window = config.window(conv.budget.learned_window).await.unwrap_or(COMPACT_WINDOW_UNKNOWN);
+    let before = estimate(config, conv);
+    let keep_from = conv.recent_start(context::KEEP_TURNS);
+    if keep_from <= usize::from(conv.role_of(0) == "system") + 1 {
+        return super::Outcome::Ok { response: format!("nothing to compact (about {before} tokens)") };
+    }
+    match compact(config, conv, stats, emit, window, keep_from).await {
+        Ok(()) => {
+            let after = estimate(config, conv);
+            super::Outcome::Ok { response: format!("compacted the conversation from about {before} to {after} tokens") }
+        }
+        Err(error) => super::fail(emit, error, None, None).await,
+    }
+}
+
+/// The window assumed for a manual compaction when none is known, in tokens.
+pub const COMPACT_WINDOW_UNKNOWN: u32 = 32_768;

@@ -1,8 +1,12 @@
-//! Loop detection: the same tool calls, iteration after iteration.
+//! Loop detection: the same tool calls, iteration after iteration, and
+//! cycles of calls whose results no longer change.
 //!
 //! Owns: the signature of an answer's calls (names and canonical JSON
-//! arguments, so key order and spacing do not hide a repeat) and the count
-//! of consecutive identical iterations.
+//! arguments, so key order and spacing do not hide a repeat), the count of
+//! consecutive identical iterations ([`LoopGuard`]), and the history of
+//! (call, result) pairs across the send in which [`Cycles`] finds a
+//! repetition of period one to three: `write a, read a, write a, read a`
+//! with the same results each time is work going round, not forward.
 
 use serde_json::Value;
 
@@ -34,6 +38,69 @@ impl LoopGuard {
             self.last = Some(signature);
         }
         self.repeats >= LOOP_REPEATS
+    }
+}
+
+/// Longest cycle looked for, in calls.
+pub const MAX_PERIOD: usize = 3;
+
+/// (call, result) pairs of one send, as hashes, to find cycles in.
+#[derive(Debug, Default)]
+pub struct Cycles {
+    history: Vec<u64>,
+    /// Times a cycle was found so far.
+    pub found: u32,
+}
+
+impl Cycles {
+    /// Records one call and the result the model read. Returns the period
+    /// (1 to [`MAX_PERIOD`]) when the last `period` pairs equal the
+    /// `period` pairs before them; the history then starts afresh, so the
+    /// same cycle is counted again only once it has gone round once more.
+    pub fn record(&mut self, signature: &str, result: &str) -> Option<usize> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (signature, result).hash(&mut h);
+        self.history.push(h.finish());
+        let n = self.history.len();
+        let period =
+            (1..=MAX_PERIOD).find(|&p| n >= 2 * p && self.history[n - p..] == self.history[n - 2 * p..n - p])?;
+        self.history.clear();
+        self.found += 1;
+        Some(period)
+    }
+}
+
+/// The note for the first cycle of a send: which calls went round, what the
+/// files they wrote now hold, and what to do instead.
+pub fn cycle_note(calls: &[(String, String)]) -> String {
+    let names: Vec<String> = calls.iter().map(|(sig, _)| shorten(sig, 120)).collect();
+    let mut note = format!(
+        "You are going round in circles: {} gave exactly the same results as the same calls just before. \
+         Repeating them changes nothing.",
+        names.join(", then ")
+    );
+    let written: Vec<&str> = calls
+        .iter()
+        .filter(|(sig, result)| {
+            (sig.starts_with("write_file(") || sig.starts_with("edit_file(")) && !result.starts_with("Error:")
+        })
+        .map(|(_, result)| result.lines().next().unwrap_or(""))
+        .collect();
+    if !written.is_empty() {
+        note.push_str(&format!(" Your change is already made ({}).", written.join("; ")));
+    }
+    note.push_str(
+        " If the task is done, stop calling tools and answer with what you did. If it is not, do something \
+         different: read the error, change another line, or run the command that shows the problem.",
+    );
+    note
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
     }
 }
 
@@ -79,6 +146,25 @@ mod tests {
             arguments: r#"{ "path": "src", "pattern": "x" }"#.into(),
         }];
         assert_eq!(signature(&a), signature(&b));
+    }
+
+    #[test]
+    fn cycles_of_period_one_to_three_are_found_once_per_round() {
+        let mut c = Cycles::default();
+        let steps = [("w", "ok"), ("r", "1"), ("w", "ok"), ("r", "1")];
+        let found: Vec<Option<usize>> = steps.iter().map(|(s, r)| c.record(s, r)).collect();
+        assert_eq!(found, [None, None, None, Some(2)]);
+        let mut c = Cycles::default();
+        assert_eq!(c.record("r", "1"), None);
+        assert_eq!(c.record("r", "2"), None, "a changed result is progress");
+        assert_eq!(c.record("r", "2"), Some(1));
+        let mut c = Cycles::default();
+        let abc = [("a", "1"), ("b", "2"), ("c", "3")];
+        let found: Vec<Option<usize>> = abc.iter().chain(abc.iter()).map(|(s, r)| c.record(s, r)).collect();
+        assert_eq!(found.last(), Some(&Some(3)));
+        assert!(
+            cycle_note(&[("write_file({})".into(), "overwrote a.py: 3 bytes written".into())]).contains("already made")
+        );
     }
 
     #[test]

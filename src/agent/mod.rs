@@ -21,6 +21,9 @@ pub mod emit;
 pub mod fit;
 pub mod loop_guard;
 pub mod tool_call;
+pub mod verify;
+
+pub use fit::{COMPACT_WINDOW_UNKNOWN, compact_now};
 
 use std::time::{Duration, Instant};
 
@@ -54,6 +57,8 @@ pub struct SendStats {
     pub usage: Usage,
     pub model_latency: Duration,
     pub tool_latency: Duration,
+    /// The last verification run (`verify`), for the result.
+    pub verification: Option<crate::wire::Verification>,
     /// Start of the model call in flight.
     model_since: Option<Instant>,
     /// Start of the tool call in flight.
@@ -151,6 +156,11 @@ pub async fn run(
     tool_cx.sandbox = config.sandbox.clone();
     tool_cx.env_passthrough = config.env_passthrough.clone();
     let mut guard = LoopGuard::default();
+    let mut cycles = loop_guard::Cycles::default();
+    // A second cycle: the wrap-up answer ends the send as `loop_detected`.
+    let mut cycle_stop = false;
+    // The last (call, result) pairs, across answers, for the cycle note.
+    let mut recent: Vec<(String, String)> = Vec::new();
     // One retry after the server said the request does not fit.
     let mut context_retry = false;
     // (signature, result) of the calls of the previous answer.
@@ -159,6 +169,8 @@ pub async fn run(
     let checks = config.answer_checks && config.policy.mode != ApprovalMode::Plan;
     // After a loop: the next request forbids tool calls and its answer is final.
     let mut wrap_up = false;
+    let verify_command = verify::command_for(config.verify_command.as_deref(), message);
+    let mut verify_rounds = config.verify_rounds;
     loop {
         if stats.iterations >= config.max_iterations {
             let error = ErrorEnvelope::new(
@@ -244,8 +256,37 @@ pub async fn run(
                 previous.clear();
                 continue;
             }
+            if cycle_stop {
+                let error = ErrorEnvelope::new(
+                    ErrorCode::LoopDetected,
+                    "the model went round the same tool calls twice; stopped after its account of what it did",
+                );
+                let answer = Some(completion.text).filter(|t| !t.trim().is_empty());
+                return fail(emit, error, answer.or_else(|| Some(progress.summary())), None).await;
+            }
             if config.policy.mode == ApprovalMode::Plan {
                 emit.emit(Event::PlanComplete { plan: completion.text.clone() }).await;
+            }
+            // Done, says the model: after a change, check it.
+            let verifying = progress.wrote() && !wrap_up && checks && config.verify_rounds > 0;
+            if let Some(command) = verify_command.as_deref().filter(|_| verifying) {
+                let (verification, output) = verify::run(command, &tool_cx).await;
+                let passed = verification.passed;
+                let note = verify::note(&verification, &output);
+                stats.verification = Some(verification);
+                if !passed && verify_rounds > 0 {
+                    verify_rounds -= 1;
+                    conv.push_note(&note);
+                    previous.clear();
+                    continue;
+                }
+                if !passed {
+                    let error = ErrorEnvelope::new(
+                        ErrorCode::VerificationFailed,
+                        format!("`{command}` still fails after the model's fixes; the task is not done"),
+                    );
+                    return fail(emit, error, Some(completion.text), None).await;
+                }
             }
             return Outcome::Ok { response: completion.text };
         }
@@ -291,6 +332,19 @@ pub async fn run(
                 }
             }
         }
+        let went_round = results.iter().filter_map(|(sig, text)| cycles.record(sig, text)).max();
+        recent.extend(results.iter().cloned());
+        recent.drain(..recent.len().saturating_sub(loop_guard::MAX_PERIOD));
+        if let Some(period) = went_round {
+            let round = &recent[recent.len().saturating_sub(period)..];
+            if cycles.found == 1 {
+                conv.push_note(&loop_guard::cycle_note(round));
+            } else {
+                wrap_up = true;
+                cycle_stop = true;
+                conv.push_note(WRAP_UP);
+            }
+        }
         previous = results;
     }
 }
@@ -305,33 +359,6 @@ const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers
 const WRAP_UP: &str = "Stop: you keep making the same tool call, and its result will not change. No more \
      tool calls: reply in plain text, without any JSON block, with what you did and what you found.";
 
-/// A manual compaction: summarises everything before the last
-/// [`context::KEEP_TURNS`] answers, whatever the window (an unknown window
-/// counts as [`COMPACT_WINDOW_UNKNOWN`] tokens for the summary request).
-pub async fn compact_now(
-    config: &SessionConfig,
-    conv: &mut Conversation,
-    stats: &mut SendStats,
-    emit: &Emitter,
-) -> Outcome {
-    let window = config.window(conv.budget.learned_window).await.unwrap_or(COMPACT_WINDOW_UNKNOWN);
-    let before = fit::estimate(config, conv);
-    let keep_from = conv.recent_start(context::KEEP_TURNS);
-    if keep_from <= usize::from(conv.role_of(0) == "system") + 1 {
-        return Outcome::Ok { response: format!("nothing to compact (about {before} tokens)") };
-    }
-    match fit::compact(config, conv, stats, emit, window, keep_from).await {
-        Ok(()) => {
-            let after = fit::estimate(config, conv);
-            Outcome::Ok { response: format!("compacted the conversation from about {before} to {after} tokens") }
-        }
-        Err(error) => fail(emit, error, None, None).await,
-    }
-}
-
-/// The window assumed for a manual compaction when none is known, in tokens.
-pub const COMPACT_WINDOW_UNKNOWN: u32 = 32_768;
-
 /// Streams one model call, emitting `content_delta` per text piece (and a
 /// `retry` event before each retry of a 429/503).
 async fn call_model(config: &SessionConfig, body: Bytes, emit: &Emitter) -> Result<Completion, ModelError> {
@@ -344,7 +371,12 @@ async fn call_model(config: &SessionConfig, body: Bytes, emit: &Emitter) -> Resu
 
 /// Emits the `error` event of a fatal error and ends the send with it.
 /// (`provider` names the model server for provider errors.)
-async fn fail(emit: &Emitter, error: ErrorEnvelope, response: Option<String>, provider: Option<String>) -> Outcome {
+pub(crate) async fn fail(
+    emit: &Emitter,
+    error: ErrorEnvelope,
+    response: Option<String>,
+    provider: Option<String>,
+) -> Outcome {
     emit.emit(Event::Error {
         code: error.code,
         message: error.message.clone(),

@@ -130,6 +130,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
         tool_latency_ms: Some(stats.tool_latency.as_millis() as u64),
         total_latency_ms: Some(started.elapsed().as_millis() as u64),
         stop_reason: Some(stop),
+        verification: stats.verification.take(),
         correlation: config.correlation.clone(),
     };
     shared.out(OutgoingMessage::Result(result)).await;

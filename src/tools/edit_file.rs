@@ -1,8 +1,10 @@
-//! `edit_file {file_path, old_string, new_string, replace_all?}`: exact
-//! string replacement.
+//! `edit_file {file_path, old_string, new_string, replace_all?}`: string
+//! replacement that tolerates a small model's copying.
 //!
-//! Owns: match counting (unique unless `replace_all`), the near-miss hint
-//! when nothing matches, keeping the file's line endings (CRLF files get
+//! Owns: the match tiers, each requiring a unique match (unless
+//! `replace_all`, exact only): exact; lines equal once trimmed (re-indented);
+//! equal once all whitespace is ignored (only the changed part is spliced in,
+//! see [`super::edit_match`]); then an error quoting the closest region, keeping the file's line endings (CRLF files get
 //! CRLF replacements), the atomic write, and the excerpt that shows the model
 //! what changed.
 
@@ -28,7 +30,7 @@ pub struct Args {
 }
 
 /// What the model is told the tool does.
-pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string must match exactly (including whitespace) and be unique unless replace_all is true.";
+pub const DESCRIPTION: &str = "Replace a string in a file. old_string should be copied exactly from the file (a line or a few whole lines) and be unique unless replace_all is true; differences of indentation, spacing and line breaks are tolerated.";
 
 /// Applies the edit. Errors (to the model): empty or identical strings, no
 /// match (with the closest line), several matches without `replace_all`
@@ -74,7 +76,29 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                 excerpt(&updated, first_line, replacement.lines().count())
             ));
         }
-        return failed(format!("{shown}: old_string not found. {}", near_miss(&content, &args.old_string)));
+        // The same text in another layout (squeezed onto one line, re-wrapped):
+        // only the part that differs from new_string is replaced.
+        if let Some(splice) = super::edit_match::squeezed(&content, &old, &new) {
+            let updated = format!("{}{}{}", &content[..splice.from], splice.replacement, &content[splice.to..]);
+            if let Err(e) = target.write_atomic(updated.as_bytes()) {
+                return failed(format!("{shown}: write failed: {e}"));
+            }
+            let (first, last) = splice.lines;
+            let changed = &content[splice.from..splice.to];
+            return Ok(format!(
+                "edited {shown}: old_string matched lines {first}-{last} only when ignoring whitespace and line \
+                 breaks; replaced {changed:?} with {:?} there and kept the file's layout. Lines around the change:\n{}",
+                splice.replacement,
+                excerpt(&updated, first, last - first + 1)
+            ));
+        }
+        let region = super::edit_match::closest_region(&content, &args.old_string);
+        let hint = if region.is_empty() { near_miss(&content, &args.old_string) } else { region };
+        return failed(format!(
+            "{shown}: old_string not found (not even ignoring whitespace). {}\nCopy old_string exactly from the \
+             file (a shorter old_string, one or two whole lines, is safer).",
+            hint.trim_end()
+        ));
     }
     if starts.len() > 1 && !args.replace_all {
         let lines: Vec<String> = starts.iter().take(20).map(|&i| line_of(&content, i).to_string()).collect();

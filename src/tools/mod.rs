@@ -14,6 +14,7 @@
 pub mod bash;
 pub mod confine;
 pub mod edit_file;
+pub mod edit_match;
 pub mod glob;
 pub mod grep;
 pub mod read_file;

@@ -54,11 +54,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     let existed = target.exists();
     match target.write_atomic(args.content.as_bytes()) {
+        // The model knows what it wrote: it may replace it again unread.
         Ok(()) => Ok(format!(
             "{} {shown}: {} bytes written",
             if existed { "overwrote" } else { "created" },
             args.content.len()
-        )),
+        ))
+        .inspect(|_| ctx.mark_read(&path)),
         Err(e) => failed(format!("{shown}: write failed: {e}")),
     }
 }

@@ -177,6 +177,12 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
         },
         OutgoingMessage::Result(r) => {
             r.stop_reason = None;
+            r.verification = None;
+            if let Some(e) = &mut r.error
+                && e.code == ErrorCode::VerificationFailed
+            {
+                e.code = ErrorCode::ToolError;
+            }
             if let Some(u) = &mut r.usage {
                 u.cached_tokens = None;
             }

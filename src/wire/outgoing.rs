@@ -225,8 +225,25 @@ pub struct SendResult {
     /// 0.3.0: why the send ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<StopReason>,
+    /// 0.3.0: the last run of the send's verification command, when one
+    /// ran (`config.verify_command`, or a command the request named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
     #[serde(flatten)]
     pub correlation: Correlation,
+}
+
+/// 0.3.0 `result.verification`: the command pirn ran to check that the
+/// send's work is done, and how it ended.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct Verification {
+    /// The shell command, run with `/bin/bash -c` in the workspace.
+    pub command: String,
+    /// Its exit code; absent when it timed out or was killed by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// True when it exited 0.
+    pub passed: bool,
 }
 
 /// 0.3.0 `result.stop_reason`: why a send ended.
@@ -267,6 +284,7 @@ impl SendResult {
             tool_latency_ms: None,
             total_latency_ms: None,
             stop_reason: None,
+            verification: None,
             correlation,
         }
     }
@@ -352,4 +370,7 @@ pub enum ErrorCode {
     ContextOverflow,
     /// Replay (`PIRN_REPLAY`): the model request is not the recorded one.
     ReplayMismatch,
+    /// 0.3.0: the verification command still failed after the rounds the
+    /// model was given to fix it (0.2.0 clients see `tool_error`).
+    VerificationFailed,
 }

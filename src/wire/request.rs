@@ -152,6 +152,16 @@ pub struct InitConfig {
     /// and TZ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_passthrough: Option<Vec<String>>,
+    /// A shell command that shows the task is done (e.g. `python3 -m
+    /// unittest`): when the model answers after changing files, pirn runs it
+    /// and gives the model its output while it fails. Default: a command
+    /// the request itself names as the check, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_command: Option<String>,
+    /// Failed verifications given back to the model before the send ends
+    /// with `verification_failed` (default 2; 0 turns verification off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_rounds: Option<u32>,
 }
 
 /// How much a child may write.

@@ -187,8 +187,12 @@ async fn a_repeated_call_is_answered_with_the_earlier_result_not_run_again() {
     assert_eq!(r["status"], "ok");
     assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1);
     let msgs = mock.requests()[2].body["messages"].clone();
-    let last = msgs.as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
-    assert!(last.starts_with("Not run again") && last.contains("no such file") && last.contains("glob"), "{last}");
+    let msgs = msgs.as_array().unwrap();
+    let tool = msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(tool.starts_with("Not run again") && tool.contains("no such file") && tool.contains("glob"), "{tool}");
+    // The same call with the same result twice is a cycle: the model is told so, once.
+    let last = msgs.last().unwrap()["content"].as_str().unwrap();
+    assert!(last.contains("going round in circles") && last.contains("nope.txt"), "{last}");
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ mod context;
 mod errors;
 mod failover;
 mod faults;
+mod finish;
 mod golden;
 mod hardening;
 mod http;

@@ -214,7 +214,9 @@ async fn edit_file_explains_misses_and_keeps_line_endings() {
     )
     .await;
     assert!(
-        out.contains("not found") && out.contains("closest line is 2") && out.contains("let total = compute(1);"),
+        out.contains("not found")
+            && out.contains("closest region is line 2")
+            && out.contains("2\t    let total = compute(1);"),
         "{out}"
     );
     let out = call_tool(

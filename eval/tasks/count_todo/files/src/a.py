@@ -1,0 +1,3 @@
+# TODO: handle errors
+def a():
+    return 1  # TODO tidy

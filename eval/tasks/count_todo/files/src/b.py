@@ -1,0 +1,3 @@
+def b():
+    # TODO: remove
+    return 2

@@ -1,0 +1,3 @@
+def c():
+    return 3
+# TODO later

@@ -1,0 +1,3 @@
+from dates.format import pretty
+
+print(pretty("2024-03-01"))

@@ -1,0 +1,4 @@
+from shapes import Rect
+
+assert Rect(2, 5).area() == 10
+print("ok")

@@ -1,0 +1,5 @@
+def greet(name)
+    return f"Hello, {name}!"
+
+
+print(greet("world"))

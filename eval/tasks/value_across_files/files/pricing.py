@@ -1,0 +1,5 @@
+from constants import BASE_PRICE, SHIPPING
+
+
+def final_price():
+    return BASE_PRICE * 3 + SHIPPING

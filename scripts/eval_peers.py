@@ -1,0 +1,46 @@
+"""Reference agents for `scripts/eval --peer NAME`, run on the same model and
+tasks as pirn, so its figure has something to stand beside.
+
+aider (PyPI `aider-chat`) is installed on first use into a venv of its own
+(~/.cache/pirn/aider-venv, or $PIRN_CACHE_DIR/aider-venv). Each task's files
+are committed to a fresh git repository (aider works on git repositories)
+and given to it on the command line; it runs one `--message` in its
+whole-file edit format against the OpenAI-compatible server pirn uses. Its
+printed reply is taken as the answer.
+"""
+import os, subprocess, sys
+from pathlib import Path
+
+CACHE = Path(os.environ.get("PIRN_CACHE_DIR", Path.home() / ".cache" / "pirn"))
+AIDER_VERSION = "0.86.2"
+
+
+def aider_binary():
+    venv = CACHE / "aider-venv"
+    aider = venv / "bin" / "aider"
+    if not aider.exists():
+        print(f"eval: installing aider-chat=={AIDER_VERSION} into {venv}", file=sys.stderr, flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                        f"aider-chat=={AIDER_VERSION}"], check=True)
+    return str(aider)
+
+
+def run_aider(task, ws, env, timeout, model, base_url):
+    """Runs aider on one task in `ws`; returns result lines shaped like a
+    worker's (one `result` whose `response` is aider's output)."""
+    files = sorted(str(p.relative_to(ws)) for p in Path(ws).rglob("*") if p.is_file() and ".git" not in p.parts)
+    git = lambda *args: subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True)
+    git("init", "-q")
+    git("-c", "user.name=eval", "-c", "user.email=eval@localhost", "add", "-A")
+    git("-c", "user.name=eval", "-c", "user.email=eval@localhost", "commit", "-qm", "task files", "--allow-empty")
+    cmd = [aider_binary(), "--model", f"openai/{model}", "--openai-api-base", base_url, "--openai-api-key", "none",
+           "--edit-format", "whole", "--yes-always", "--no-auto-commits", "--no-pretty", "--no-stream",
+           "--no-check-update", "--no-analytics", "--no-show-model-warnings", "--no-gitignore",
+           "--message", task["prompt"], *files]
+    aider_env = dict(env, HOME=env.get("HOME", "/"), GIT_AUTHOR_NAME="eval", GIT_AUTHOR_EMAIL="eval@localhost",
+                     GIT_COMMITTER_NAME="eval", GIT_COMMITTER_EMAIL="eval@localhost")
+    p = subprocess.run(cmd, cwd=ws, env=aider_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    status = "ok" if p.returncode == 0 else "error"
+    return [{"type": "result", "id": "task", "status": status, "response": p.stdout,
+             "error": None if p.returncode == 0 else {"message": (p.stderr or p.stdout)[-300:]}}]

@@ -1,0 +1,157 @@
+//! Verification: when the model says it is done, run the command that shows
+//! whether it is, and send it back while that command fails.
+//!
+//! Owns: choosing the command (`config.verify_command`, else one the request
+//! itself names as the way to check: `python3 test_x.py`, `python3 -m
+//! unittest …`, `pytest …`, `cargo test`, `npm test`, `make …`, `go test …`),
+//! running it like a `bash` call (same sandbox, environment and process-group
+//! kill), the note that gives the model its failing output, and the
+//! [`Verification`] the result reports.
+//!
+//! A small model often stops one step short: it writes a function and never
+//! runs the test the request names, or rewrites a crashing script without the
+//! line that prints. pirn runs the command itself, at most
+//! [`DEFAULT_ROUNDS`] times per send after a failure, and only when the send
+//! changed something (a read-only question is never "verified").
+
+use crate::tools::{self, ToolContext, ToolError};
+use crate::wire::Verification;
+
+/// Failed verifications given back to the model before the send ends.
+pub const DEFAULT_ROUNDS: u32 = 2;
+/// Longest a verification command may run, in ms.
+pub const TIMEOUT_MS: u64 = 120_000;
+/// Bytes of a failing command's output the model is shown (its tail).
+const SHOWN_BYTES: usize = 3000;
+
+/// Programs whose invocation, written in a request, is a way to check it.
+const CHECKERS: &[&str] = &["python3", "python", "pytest", "cargo", "npm", "make", "go", "node", "bash", "sh", "./"];
+
+/// The command that checks this send: `configured`, else one named in
+/// `request` (in backquotes, or a `python3 x.py` / `python3 -m unittest …`
+/// / `pytest …` run written inline).
+pub fn command_for(configured: Option<&str>, request: &str) -> Option<String> {
+    if let Some(c) = configured.map(str::trim).filter(|c| !c.is_empty()) {
+        return Some(c.to_owned());
+    }
+    // `…` spans first: what the user quoted is the command.
+    let mut rest = request;
+    while let Some(start) = rest.find('`') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('`') else { break };
+        let quoted = after[..end].trim();
+        if is_check(quoted) {
+            return Some(quoted.to_owned());
+        }
+        rest = &after[end + 1..];
+    }
+    inline_command(request)
+}
+
+/// True when `command` starts with a program that runs code or tests.
+fn is_check(command: &str) -> bool {
+    let first = command.split_whitespace().next().unwrap_or("");
+    !command.is_empty()
+        && CHECKERS.iter().any(|c| first == *c || (c.ends_with('/') && first.starts_with(c)))
+        && !command.contains('\n')
+}
+
+/// `python3 name.py`, `python3 -m unittest [name]`, `pytest [path]` written
+/// without quotes: the words from the program up to the end of the clause.
+fn inline_command(request: &str) -> Option<String> {
+    let words: Vec<&str> = request.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate() {
+        let w = w.trim_matches(|c: char| c == '(' || c == '"' || c == '\'');
+        let take = match w {
+            "python3" | "python" => match words.get(i + 1).map(|n| clean(n)) {
+                Some(n) if n.ends_with(".py") => 2,
+                Some("-m") if words.get(i + 2).is_some_and(|m| matches!(clean(m), "unittest" | "pytest")) => {
+                    let module = words.get(i + 3).map(|m| clean(m));
+                    if module
+                        .is_some_and(|m| !m.is_empty() && m.chars().all(|c| c.is_alphanumeric() || "_.".contains(c)))
+                    {
+                        4
+                    } else {
+                        3
+                    }
+                }
+                _ => continue,
+            },
+            "pytest" => 1,
+            _ => continue,
+        };
+        let parts: Vec<&str> = words[i..(i + take).min(words.len())].iter().map(|p| clean(p)).collect();
+        return Some(parts.join(" "));
+    }
+    None
+}
+
+/// A word without the punctuation a sentence puts around it.
+fn clean(word: &str) -> &str {
+    word.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '(' | ')' | '"' | '\'' | '`')).trim_end_matches('.')
+}
+
+/// Runs `command` in the workspace as a `bash` call would (sandbox,
+/// environment, timeout, group kill). Returns the report and the output
+/// the model reads.
+pub async fn run(command: &str, ctx: &ToolContext) -> (Verification, String) {
+    let args = tools::bash::Args { command: command.to_owned(), timeout_ms: Some(TIMEOUT_MS) };
+    let (text, passed) = match tools::bash::run(args, ctx).await {
+        Ok(text) => (text, true),
+        Err(ToolError::Failed(text)) => (text, false),
+        Err(e) => (e.to_string(), false),
+    };
+    let exit_code = exit_code(&text);
+    (Verification { command: command.to_owned(), exit_code, passed }, text)
+}
+
+/// The code of the `[exit code N]` line bash results end with.
+fn exit_code(text: &str) -> Option<i32> {
+    let line = text.lines().rev().find(|l| l.starts_with('['))?;
+    line.strip_prefix("[exit code ")?.strip_suffix(']')?.parse().ok()
+}
+
+/// What the model is told after a failed verification.
+pub fn note(v: &Verification, output: &str) -> String {
+    let cut = tools::ceil_char_boundary(output, output.len().saturating_sub(SHOWN_BYTES));
+    let shown = output[cut..].trim_end();
+    let how = match v.exit_code {
+        Some(code) => format!("exit code {code}"),
+        None => "it did not finish".to_owned(),
+    };
+    format!(
+        "The task is not done yet: I ran `{}` to check your work and it failed ({how}). Its output:\n{shown}\n\
+         Read the error, fix the cause with edit_file or write_file, then answer again.",
+        v.command
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_named_in_requests() {
+        let c = |r: &str| command_for(None, r);
+        assert_eq!(
+            c("Fix it so that `python3 -m unittest test_discount` passes."),
+            Some("python3 -m unittest test_discount".into())
+        );
+        assert_eq!(
+            c("Implement f, then run python3 check_f.py, which must print OK."),
+            Some("python3 check_f.py".into())
+        );
+        assert_eq!(c("python3 test_ranges.py fails. Fix inclusive_range."), Some("python3 test_ranges.py".into()));
+        assert_eq!(c("Make the tests pass: python3 -m unittest"), Some("python3 -m unittest".into()));
+        assert_eq!(c("Run `cargo test` after the change"), Some("cargo test".into()));
+        assert_eq!(c("What does `answer` return?"), None);
+        assert_eq!(c("Rename calc_total to compute_total."), None);
+        assert_eq!(command_for(Some("make check"), "anything"), Some("make check".into()));
+    }
+
+    #[test]
+    fn exit_codes_are_read_from_the_last_status_line() {
+        assert_eq!(exit_code("out\n[exit code 3]\n"), Some(3));
+        assert_eq!(exit_code("[timed out after 5 ms; the process group was killed]\n"), None);
+    }
+}

@@ -1,0 +1,133 @@
+//! What makes a small model finish a task, through the real binary with a
+//! scripted model: edits that land despite a squeezed layout, cycles that
+//! are named and then stopped, work checked by the command the request
+//! names, and announced work sent back.
+
+use serde_json::{Value, json};
+
+use super::mock::{MockServer, Reply};
+use super::worker::{Worker, names};
+
+/// One send of `message` in a fresh worker whose workspace holds `files`.
+async fn send(
+    script: Vec<Reply>,
+    files: &[(&str, &str)],
+    message: &str,
+    version: &str,
+) -> (Vec<Value>, Value, MockServer) {
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    for (path, text) in files {
+        std::fs::write(w.workspace.path().join(path), text).unwrap();
+    }
+    let (mut w, _) = w.init(version, json!({})).await;
+    w.write(json!({"type": "send", "id": "s", "message": message})).await;
+    let (events, r) = w.result_for("s").await;
+    (events, r, mock)
+}
+
+/// The content of the `n`th request's last message.
+fn last_message(mock: &MockServer, n: usize) -> String {
+    let reqs = mock.requests();
+    let msgs = reqs[n].body["messages"].as_array().unwrap().clone();
+    msgs.last().unwrap()["content"].as_str().unwrap_or("").to_owned()
+}
+
+#[tokio::test]
+async fn a_squeezed_json_edit_lands_and_keeps_the_layout() {
+    let config = "{\n  \"server\": {\n    \"host\": \"localhost\",\n    \"timeout\": 30,\n    \"retries\": 2\n  }\n}\n";
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "config.json", "old_string": "\"timeout\": 30, \"retries\": 2", "new_string": "\"timeout\": 60, \"retries\": 2"}),
+        ),
+        Reply::text(&["Set the timeout to 60."]),
+    ];
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("config.json"), config).unwrap();
+    let (mut w, _) = w.init("0.3.0", json!({})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Set the server timeout in config.json to 60."})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let after = std::fs::read_to_string(w.workspace.path().join("config.json")).unwrap();
+    assert_eq!(after, config.replace("30", "60"));
+    let told = last_message(&mock, 1);
+    assert!(told.contains("ignoring whitespace and line breaks") && told.contains("\"30\" with \"60\""), "{told}");
+}
+
+#[tokio::test]
+async fn a_cycle_is_named_once_then_stopped_with_an_answer() {
+    let write = || Reply::tool("write_file", json!({"file_path": "a.txt", "content": "same\n"}));
+    let read = || Reply::tool("read_file", json!({"file_path": "a.txt"}));
+    // The 2nd write says "overwrote" where the 1st said "created": the
+    // cycle starts there. W R W R: named after the 5th call; W R W R again:
+    // stopped after the 9th, and the wrap-up answer is the last request.
+    let mut script: Vec<Reply> = (0..9).map(|i| if i % 2 == 0 { write() } else { read() }).collect();
+    script.push(Reply::text(&["I wrote a.txt with the line 'same'."]));
+    script.push(Reply::text(&["never asked"]));
+    let (events, r, mock) = send(script, &[], "Write a.txt containing same.", "0.3.0").await;
+    assert_eq!(r["error"]["code"], "loop_detected", "{r}");
+    assert_eq!(r["stop_reason"], "loop_detected");
+    assert_eq!(r["response"], "I wrote a.txt with the line 'same'.");
+    let noted = last_message(&mock, 5);
+    assert!(noted.contains("going round in circles") && noted.contains("already made"), "{noted}");
+    assert!(names(&events).contains(&"error".to_owned()));
+    assert_eq!(mock.requests().len(), 10, "the wrap-up request is the last");
+    assert_eq!(mock.requests()[9].body["tool_choice"], "none");
+}
+
+#[tokio::test]
+async fn the_command_the_request_names_checks_the_work() {
+    let wrong = json!({"file_path": "calc.py", "content": "def double(x):\n    return x + 2\n"});
+    let right = json!({"file_path": "calc.py", "content": "def double(x):\n    return x * 2\n"});
+    let script = vec![
+        Reply::tool("write_file", wrong),
+        Reply::text(&["Done."]),
+        Reply::tool("write_file", right),
+        Reply::text(&["Fixed: double multiplies by 2."]),
+    ];
+    let files = [("check.py", "from calc import double\nassert double(5) == 10, double(5)\nprint('OK')\n")];
+    let (_, r, mock) =
+        send(script, &files, "Write double(x) in calc.py, so that `python3 check.py` prints OK.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["verification"], json!({"command": "python3 check.py", "exit_code": 0, "passed": true}));
+    let told = last_message(&mock, 2);
+    assert!(told.contains("`python3 check.py`") && told.contains("AssertionError: 7"), "{told}");
+}
+
+#[tokio::test]
+async fn work_that_stays_broken_ends_verification_failed() {
+    let wrong =
+        || Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x\n"}));
+    let script = vec![wrong(), Reply::text(&["Done."]), Reply::text(&["Done, really."]), Reply::text(&["It is done."])];
+    let files = [("check.py", "from calc import double\nassert double(5) == 10\n")];
+    let message = "Write double(x) in calc.py; python3 check.py must pass.";
+    let (_, r, mock) = send(script.clone(), &files, message, "0.3.0").await;
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert_eq!(r["verification"]["passed"], false);
+    assert_eq!(r["verification"]["exit_code"], 1);
+    assert_eq!(r["response"], "It is done.");
+    assert_eq!(mock.requests().len(), 4, "two rounds given back, then the end");
+    // A 0.2.0 client sees heddle's error codes and fields only.
+    let (_, r, _) = send(script, &files, message, "0.2.0").await;
+    assert_eq!(r["error"]["code"], "tool_error", "{r}");
+    assert!(r.get("verification").is_none());
+}
+
+#[tokio::test]
+async fn announced_work_is_sent_back() {
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "stats.py", "old_string": "/ len(xs)", "new_string": "/ max(len(xs), 1)"}),
+        ),
+        Reply::text(&["I will now run the tests to confirm the fix."]),
+        Reply::text(&["Fixed: an empty list no longer divides by zero."]),
+    ];
+    let files = [("stats.py", "def mean(xs):\n    return sum(xs) / len(xs)\n")];
+    let (_, r, mock) = send(script, &files, "Fix the ZeroDivisionError in stats.py for an empty list.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "Fixed: an empty list no longer divides by zero.");
+    assert!(last_message(&mock, 2).contains("you have not done it"));
+}
