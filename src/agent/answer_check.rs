@@ -16,6 +16,12 @@
 //! - [`Check::UnmadeChange`]: the request asks for a change (a change verb,
 //!   not a question) and no `write_file`, `edit_file` or `bash` call
 //!   succeeded;
+//! - [`Check::NothingFound`]: a question is answered when every search of
+//!   the send (`glob`, `grep`) found nothing and nothing was read or run:
+//!   the answer rests on an empty result, most often a wrong pattern;
+//! - [`Check::FalseAlready`]: the request asks for a change and the answer
+//!   says a name it quotes is "already" there, yet no file of the
+//!   workspace contains that name;
 //! - [`Check::Announced`]: the request asks for a change and the answer
 //!   announces work instead of reporting it ("I will fix it and run the
 //!   tests again");
@@ -30,10 +36,14 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use super::claims::{absent_already, announces_work};
+
 /// What went wrong with an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Check {
     UnmadeChange,
+    NothingFound,
+    FalseAlready,
     Announced,
     NotRun,
     MissingPath,
@@ -81,6 +91,10 @@ pub struct Progress {
     wrote: bool,
     /// The first line of each successful write or edit ("edited a.py: …").
     done: Vec<String>,
+    /// Searches (`glob`, `grep`) that found nothing / something; reads and
+    /// runs that succeeded.
+    empty_searches: u32,
+    evidence: u32,
     /// Checks that already sent the model back.
     fired: HashSet<Check>,
 }
@@ -99,7 +113,12 @@ impl Progress {
                     self.done.push(first.split(". Lines around").next().unwrap_or(first).to_owned());
                 }
             }
+            "glob" | "grep" if ok && (result.starts_with("no files match") || result.starts_with("no matches for")) => {
+                self.empty_searches += 1;
+            }
+            "glob" | "grep" | "read_file" if ok => self.evidence += 1,
             "bash" => {
+                self.evidence += 1;
                 // A command that ran and exited non-zero is still a run.
                 let ran = ok || result.contains("exit code");
                 self.ran |= ran;
@@ -122,6 +141,11 @@ impl Progress {
         }
     }
 
+    /// True when `request` asks for a change and nothing has changed yet.
+    pub fn change_pending(&self, request: &str) -> bool {
+        !self.changed && asks_for_change(request, &words(request))
+    }
+
     /// True once a `write_file` or `edit_file` call succeeded in this send.
     pub fn wrote(&self) -> bool {
         self.wrote
@@ -142,6 +166,29 @@ impl Progress {
                 "That is not true yet: no file has been changed (no write_file, edit_file or bash call \
                  succeeded in this task). Call write_file or edit_file now to make the change."
                     .to_owned(),
+            )
+        } else if self.empty_searches > 0
+            && self.evidence == 0
+            && is_question(request, &words)
+            && !self.fired.contains(&Check::NothingFound)
+        {
+            (
+                Check::NothingFound,
+                "Your search found nothing, so that answer rests on no evidence: the pattern was probably wrong \
+                 for this workspace. Look at the files that are there (glob with a pattern such as \"**/*\", or \
+                 read_file), then answer from what you find."
+                    .to_owned(),
+            )
+        } else if !self.fired.contains(&Check::FalseAlready)
+            && asks_for_change(request, &words)
+            && let Some(name) = absent_already(answer, workspace)
+        {
+            (
+                Check::FalseAlready,
+                format!(
+                    "That is not true: `{name}` does not appear in any file of the workspace, so it is not there \
+                     yet. Make the change now with edit_file or write_file, then answer with what you did."
+                ),
             )
         } else if asks_for_change(request, &words) && announces_work(answer) && !self.fired.contains(&Check::Announced)
         {
@@ -184,30 +231,6 @@ impl Progress {
     }
 }
 
-/// Phrases that announce work still to do, when they open a sentence.
-const ANNOUNCING: &[&str] = &[
-    "i will ",
-    "i'll ",
-    "let me ",
-    "i am going to ",
-    "i'm going to ",
-    "next, i ",
-    "now i will ",
-    "now, i will ",
-    "i need to ",
-    "we need to ",
-    "i would need to ",
-];
-
-/// True when a sentence of `answer` opens with an announcement of work
-/// ("I will fix it", "Let me run the tests").
-fn announces_work(answer: &str) -> bool {
-    answer.split(['.', '!', '?', '\n']).any(|sentence| {
-        let s = sentence.trim_start().to_lowercase();
-        ANNOUNCING.iter().any(|a| s.starts_with(a))
-    })
-}
-
 /// Lower-case words of `text` (letters, digits and `_`; `create_file` is one word).
 fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
@@ -231,6 +254,14 @@ fn quoted_command(request: &str) -> Option<&str> {
     let (_, rest) = request.split_once('`')?;
     let (command, _) = rest.split_once('`')?;
     Some(command.trim()).filter(|c| !c.is_empty())
+}
+
+/// A question asking for a fact: a `?`, or a question word first
+/// ("How many …", "Which file …"), and no change asked for.
+fn is_question(request: &str, words: &[String]) -> bool {
+    const ASKING: &[&str] = &["how", "what", "which", "where", "who", "when", "why", "is", "are", "does", "do", "count"];
+    let asks = request.contains('?') || words.first().is_some_and(|w| ASKING.contains(&w.as_str()));
+    asks && !asks_for_change(request, words)
 }
 
 /// A change verb, and not a question (unless a polite request).
@@ -263,7 +294,7 @@ fn missing_paths(request: &str, answer: &str, workspace: &Path) -> Vec<String> {
 }
 
 /// `name.ext` with a known extension, made of path characters.
-fn looks_like_file(token: &str) -> bool {
+pub(super) fn looks_like_file(token: &str) -> bool {
     let Some((stem, ext)) = token.rsplit_once('.') else { return false };
     !stem.is_empty()
         && !stem.ends_with('/')
@@ -351,6 +382,21 @@ mod tests {
         let fix = "Fix the crash in a.py.";
         assert!(p.review(fix, "I will fix it next.", &["edit_file".into()], &ws).is_some());
         assert!(p.review(fix, "I will fix it next.", &["edit_file".into()], &ws).is_none(), "once");
+    }
+
+    #[test]
+    fn an_answer_resting_on_an_empty_search_is_sent_back_once() {
+        let ws = std::env::temp_dir();
+        let tools = ["glob".to_owned()];
+        let q = "How many lines contain TODO?";
+        let mut p = Progress::default();
+        p.record("glob", "no files match \"src/**/*.rs\" under .. . contains: src/");
+        assert!(p.review(q, "The answer is 0.", &tools, &ws).is_some_and(|m| m.contains("found nothing")));
+        assert!(p.review(q, "The answer is 0.", &tools, &ws).is_none(), "once");
+        let mut p = Progress::default();
+        p.record("glob", "no files match \"*.rs\" under .");
+        p.record("grep", "src/a.py:1:# TODO");
+        assert!(p.review(q, "1", &tools, &ws).is_none(), "a search that found something is evidence");
     }
 
     #[test]

@@ -73,7 +73,10 @@ impl Cycles {
 
 /// The note for the first cycle of a send: which calls went round, what the
 /// files they wrote now hold, and what to do instead.
-pub fn cycle_note(calls: &[(String, String)]) -> String {
+///
+/// `change_pending`: the request asks for a change and none is made yet;
+/// the note then asks for that change, concretely.
+pub fn cycle_note(calls: &[(String, String)], change_pending: bool) -> String {
     let names: Vec<String> = calls.iter().map(|(sig, _)| shorten(sig, 120)).collect();
     let mut note = format!(
         "You are going round in circles: {} gave exactly the same results as the same calls just before. \
@@ -90,10 +93,17 @@ pub fn cycle_note(calls: &[(String, String)]) -> String {
     if !written.is_empty() {
         note.push_str(&format!(" Your change is already made ({}).", written.join("; ")));
     }
-    note.push_str(
-        " If the task is done, stop calling tools and answer with what you did. If it is not, do something \
-         different: read the error, change another line, or run the command that shows the problem.",
-    );
+    if change_pending {
+        note.push_str(
+            " You have what you need: the task asks for a change and none is made yet. Call edit_file now, with \
+             old_string copied from the file's lines above and new_string the same lines with your fix.",
+        );
+    } else {
+        note.push_str(
+            " If the task is done, stop calling tools and answer with what you did. If it is not, do something \
+             different: read the error, change another line, or run the command that shows the problem.",
+        );
+    }
     note
 }
 
@@ -162,9 +172,9 @@ mod tests {
         let abc = [("a", "1"), ("b", "2"), ("c", "3")];
         let found: Vec<Option<usize>> = abc.iter().chain(abc.iter()).map(|(s, r)| c.record(s, r)).collect();
         assert_eq!(found.last(), Some(&Some(3)));
-        assert!(
-            cycle_note(&[("write_file({})".into(), "overwrote a.py: 3 bytes written".into())]).contains("already made")
-        );
+        let wrote = [("write_file({})".into(), "overwrote a.py: 3 bytes written".into())];
+        assert!(cycle_note(&wrote, false).contains("already made"));
+        assert!(cycle_note(&[("read_file({})".into(), "1 x".into())], true).contains("Call edit_file now"));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 
 pub mod answer_check;
 pub mod batch;
+mod claims;
 pub mod emit;
 pub mod fit;
 pub mod loop_guard;
@@ -256,11 +257,15 @@ pub async fn run(
                 previous.clear();
                 continue;
             }
-            if cycle_stop {
-                let error = ErrorEnvelope::new(
-                    ErrorCode::LoopDetected,
-                    "the model went round the same tool calls twice; stopped after its account of what it did",
-                );
+            // A wrap-up answer to a change request that changed nothing is
+            // not a finished task, whatever it says.
+            if cycle_stop || (wrap_up && progress.change_pending(message)) {
+                let why = if cycle_stop {
+                    "the model went round the same tool calls twice; stopped after its account of what it did"
+                } else {
+                    "the model kept repeating a call and made none of the changes asked for; the task is not done"
+                };
+                let error = ErrorEnvelope::new(ErrorCode::LoopDetected, why);
                 let answer = Some(completion.text).filter(|t| !t.trim().is_empty());
                 return fail(emit, error, answer.or_else(|| Some(progress.summary())), None).await;
             }
@@ -338,7 +343,7 @@ pub async fn run(
         if let Some(period) = went_round {
             let round = &recent[recent.len().saturating_sub(period)..];
             if cycles.found == 1 {
-                conv.push_note(&loop_guard::cycle_note(round));
+                conv.push_note(&loop_guard::cycle_note(round, progress.change_pending(message)));
             } else {
                 wrap_up = true;
                 cycle_stop = true;

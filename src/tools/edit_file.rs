@@ -86,8 +86,8 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             let (first, last) = splice.lines;
             let changed = &content[splice.from..splice.to];
             return Ok(format!(
-                "edited {shown}: old_string matched lines {first}-{last} only when ignoring whitespace and line \
-                 breaks; replaced {changed:?} with {:?} there and kept the file's layout. Lines around the change:\n{}",
+                "edited {shown}: old_string matched lines {first}-{last} only when ignoring whitespace, line \
+                 breaks and quotes; replaced {changed:?} with {:?} there and kept the file's layout. Lines around the change:\n{}",
                 splice.replacement,
                 excerpt(&updated, first, last - first + 1)
             ));

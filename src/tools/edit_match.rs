@@ -28,12 +28,15 @@ pub struct Splice {
     pub lines: (usize, usize),
 }
 
-/// The non-whitespace characters of `s` with their byte offsets.
+/// The characters of `s` that carry content, with their byte offsets:
+/// neither whitespace nor quote marks (a model writes `{host: 'a'}` for
+/// the file's `{"host": "a"}`).
 fn visible(s: &str) -> Vec<(usize, char)> {
-    s.char_indices().filter(|(_, c)| !c.is_whitespace()).collect()
+    s.char_indices().filter(|(_, c)| !c.is_whitespace() && !matches!(c, '"' | '\'' | '`')).collect()
 }
 
-/// Finds `old` in `content` ignoring all whitespace and line breaks; when it
+/// Finds `old` in `content` ignoring all whitespace, line breaks and quote
+/// marks; when it
 /// occurs exactly once, returns the splice that turns it into `new` while
 /// keeping the file's layout around the changed part. `None`: no match,
 /// several matches, or too little text to trust.
@@ -56,6 +59,9 @@ pub fn squeezed(content: &str, old: &str, new: &str) -> Option<Splice> {
         }
     }
     let at = found?;
+    if needle.iter().eq(visible(new).iter().map(|(_, c)| c)) {
+        return None; // only layout or quotes differ: nothing this tier can do
+    }
     let new_vis = visible(new);
     let new_chars: Vec<char> = new_vis.iter().map(|(_, c)| *c).collect();
     let prefix = needle.iter().zip(&new_chars).take_while(|(a, b)| a == b).count();
@@ -174,6 +180,9 @@ mod tests {
         assert_eq!(apply(content, &s), "def f(a,\n      b):\n    return a\n");
         assert!(squeezed("x = 1\nx = 1\n", "x =1", "x = 2").is_none(), "too short");
         assert!(squeezed("value = 1\nvalue = 1\n", "value=1", "value = 2").is_none(), "ambiguous");
+        let json = "{\n  \"server\": {\n    \"host\": \"localhost\",\n    \"timeout\": 30\n  }\n}\n";
+        let s = squeezed(json, "server: {host: 'localhost', timeout: 30}", "server: {host: 'localhost', timeout: 60}");
+        assert_eq!(apply(json, &s.unwrap()), json.replace("30", "60"), "quotes ignored, the file's kept");
     }
 
     #[test]

@@ -90,14 +90,57 @@ fn drop_guard(target: &Confined, shown: &str, content: &str, ctx: &ToolContext) 
     }
     let new_lines: std::collections::HashSet<&str> = content.lines().map(str::trim).collect();
     let kept = old_lines.iter().filter(|l| new_lines.contains(*l)).count();
-    if kept * 100 >= old_lines.len() * MOSTLY_DROPPED || !ctx.warn_once(target.path()) {
+    if kept * 100 >= old_lines.len() * MOSTLY_DROPPED || reformatted(&old, content) || !ctx.warn_once(target.path()) {
         return None;
     }
+    // Nothing of the old file kept: most likely code meant to be added. A
+    // small model copies a complete call better than it follows advice.
+    let how = match unique_tail(&old).filter(|_| kept == 0) {
+        Some(last) => {
+            let call = serde_json::json!({"name": "edit_file", "arguments": {
+                "file_path": shown,
+                "old_string": last,
+                "new_string": format!("{last}\n\n\n{}", content.trim_end()),
+            }});
+            format!("To add your code at the end of {shown}, keeping what is there, make this call:\n{call}\n")
+        }
+        None => "To add or change part of a file, use edit_file (old_string: the lines to change or the line to \
+                 add after; new_string: them with your change). "
+            .to_owned(),
+    };
     Some(format!(
-        "{DROP_REFUSAL}this would remove {} of the {} lines of {shown}. To add or change part of a file, use \
-         edit_file (old_string: the lines to change or the line to add after; new_string: them with your change). \
-         To replace the whole file anyway, call write_file again with the same arguments.",
+        "{DROP_REFUSAL}this would remove {} of the {} lines of {shown}. {how}To replace the whole file anyway, call \
+         write_file again with the same arguments.",
         old_lines.len() - kept,
         old_lines.len()
     ))
 }
+
+/// The last non-blank lines of `old`, as few as occur only once in it (at
+/// most five), joined as they are in the file.
+fn unique_tail(old: &str) -> Option<String> {
+    let lines: Vec<&str> = old.trim_end().lines().collect();
+    let mut from = lines.iter().rposition(|l| !l.trim().is_empty())?;
+    let last = from;
+    loop {
+        let tail = lines[from..=last].join("\n");
+        if old.matches(&tail).count() == 1 || last - from >= 4 || from == 0 {
+            return Some(tail);
+        }
+        from -= 1;
+    }
+}
+
+/// True when `new` keeps at least [`REFORMAT_KEPT`] percent of the distinct
+/// words and numbers of `old`: the same content in another layout (a JSON
+/// file written compactly), not a file replaced by something else.
+fn reformatted(old: &str, new: &str) -> bool {
+    let tokens = |s: &str| -> std::collections::HashSet<String> {
+        s.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()).map(str::to_owned).collect()
+    };
+    let (before, after) = (tokens(old), tokens(new));
+    !before.is_empty() && before.iter().filter(|t| after.contains(*t)).count() * 100 >= before.len() * REFORMAT_KEPT
+}
+
+/// See [`reformatted`].
+pub const REFORMAT_KEPT: usize = 80;

@@ -53,7 +53,10 @@ async fn a_squeezed_json_edit_lands_and_keeps_the_layout() {
     let after = std::fs::read_to_string(w.workspace.path().join("config.json")).unwrap();
     assert_eq!(after, config.replace("30", "60"));
     let told = last_message(&mock, 1);
-    assert!(told.contains("ignoring whitespace and line breaks") && told.contains("\"30\" with \"60\""), "{told}");
+    assert!(
+        told.contains("ignoring whitespace, line breaks and quotes") && told.contains("\"30\" with \"60\""),
+        "{told}"
+    );
 }
 
 #[tokio::test]

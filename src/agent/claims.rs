@@ -1,0 +1,77 @@
+//! Claims in a final answer that pirn can hold against the facts: work
+//! announced instead of done, and names said to be "already" there that no
+//! file contains. Used by [`super::answer_check`].
+
+use std::path::Path;
+
+use super::answer_check::looks_like_file;
+
+/// For an answer saying something is "already" there: the first name it
+/// quotes in backquotes (`is_palindrome`, `is_palindrome(text)`) that no
+/// file of the workspace contains.
+pub(super) fn absent_already(answer: &str, workspace: &Path) -> Option<String> {
+    if !answer.to_lowercase().contains("already") {
+        return None;
+    }
+    let quoted = answer.split('`').skip(1).step_by(2);
+    let names: Vec<&str> = quoted
+        .map(|q| q.split('(').next().unwrap_or("").trim())
+        .filter(|n| n.len() >= 3 && n.chars().all(|c| c.is_alphanumeric() || c == '_') && !looks_like_file(n))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let mut present = vec![false; names.len()];
+    let walk = ignore::WalkBuilder::new(workspace).require_git(false).build().flatten();
+    for entry in walk.take(crate::context::workspace::MAX_VISITED) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) || entry.metadata().is_ok_and(|m| m.len() > 1 << 20) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+        for (i, n) in names.iter().enumerate() {
+            present[i] |= text.contains(n);
+        }
+    }
+    names.iter().zip(present).find(|(_, p)| !p).map(|(n, _)| (*n).to_owned())
+}
+
+/// Phrases that announce work still to do, when they open a sentence.
+const ANNOUNCING: &[&str] = &[
+    "i will ",
+    "i'll ",
+    "let me ",
+    "i am going to ",
+    "i'm going to ",
+    "next, i ",
+    "now i will ",
+    "now, i will ",
+    "i need to ",
+    "we need to ",
+    "i would need to ",
+];
+
+/// True when a sentence of `answer` opens with an announcement of work
+/// ("I will fix it", "Let me run the tests").
+pub(super) fn announces_work(answer: &str) -> bool {
+    answer.split(['.', '!', '?', '\n']).any(|sentence| {
+        let s = sentence.trim_start().to_lowercase();
+        ANNOUNCING.iter().any(|a| s.starts_with(a))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_false_already_is_caught_by_looking_at_the_files() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("s.py"), "def shout(t):\n    return t\n").unwrap();
+        assert_eq!(
+            absent_already("`is_palindrome` is already defined in s.py.", ws.path()),
+            Some("is_palindrome".into())
+        );
+        assert_eq!(absent_already("`shout(t)` is already there.", ws.path()), None);
+        assert_eq!(absent_already("I added `is_palindrome`.", ws.path()), None, "no claim of 'already'");
+    }
+}
