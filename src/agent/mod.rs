@@ -275,7 +275,8 @@ pub async fn run(
             // Done, says the model: after a change, check it.
             let verifying = progress.wrote() && !wrap_up && checks && config.verify_rounds > 0;
             if let Some(command) = verify_command.as_deref().filter(|_| verifying) {
-                let (verification, output) = verify::run(command, &tool_cx).await;
+                let expected = verify::expected_output(message);
+                let (verification, output) = verify::run(command, expected.as_deref(), &tool_cx).await;
                 let passed = verification.passed;
                 let note = verify::note(&verification, &output);
                 stats.verification = Some(verification);

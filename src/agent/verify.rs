@@ -91,16 +91,47 @@ fn clean(word: &str) -> &str {
     word.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '(' | ')' | '"' | '\'' | '`')).trim_end_matches('.')
 }
 
+/// What the request says the command must print, when it says so
+/// literally: "… so that `python3 greet.py` prints Hello, world!", "…
+/// which must print OK", "… prints 'Name: Ada'". Not "prints the total"
+/// (a description, not the text).
+pub fn expected_output(request: &str) -> Option<String> {
+    let lower = request.to_lowercase();
+    let at = ["prints ", "print ", "outputs "].iter().filter_map(|w| lower.find(w).map(|i| i + w.len())).min()?;
+    let rest = request[at..].trim_start();
+    let quoted = ['"', '\'', '`'].iter().find_map(|q| {
+        let inner = rest.strip_prefix(*q)?;
+        inner.find(*q).map(|end| inner[..end].to_owned())
+    });
+    if let Some(q) = quoted {
+        return Some(q).filter(|q| !q.trim().is_empty());
+    }
+    let first = rest.split_whitespace().next()?.to_lowercase();
+    if ["the", "a", "an", "its", "their", "it", "something", "nothing", "out", "to", "and"].contains(&first.as_str()) {
+        return None;
+    }
+    let line = rest.lines().next().unwrap_or("").trim();
+    let text = line.strip_suffix('.').unwrap_or(line).trim();
+    Some(text.to_owned()).filter(|t| !t.is_empty() && t.len() <= 200)
+}
+
 /// Runs `command` in the workspace as a `bash` call would (sandbox,
-/// environment, timeout, group kill). Returns the report and the output
-/// the model reads.
-pub async fn run(command: &str, ctx: &ToolContext) -> (Verification, String) {
+/// environment, timeout, group kill); it passes when it exits 0 and, when
+/// `expected` is given, its output contains that text. Returns the report
+/// and the output the model reads.
+pub async fn run(command: &str, expected: Option<&str>, ctx: &ToolContext) -> (Verification, String) {
     let args = tools::bash::Args { command: command.to_owned(), timeout_ms: Some(TIMEOUT_MS) };
-    let (text, passed) = match tools::bash::run(args, ctx).await {
+    let (mut text, mut passed) = match tools::bash::run(args, ctx).await {
         Ok(text) => (text, true),
         Err(ToolError::Failed(text)) => (text, false),
         Err(e) => (e.to_string(), false),
     };
+    if let Some(want) = expected.filter(|_| passed)
+        && !text.contains(want)
+    {
+        passed = false;
+        text.push_str(&format!("[the output does not contain {want:?}, which the request says it must print]\n"));
+    }
     let exit_code = exit_code(&text);
     (Verification { command: command.to_owned(), exit_code, passed }, text)
 }
@@ -116,6 +147,7 @@ pub fn note(v: &Verification, output: &str) -> String {
     let cut = tools::ceil_char_boundary(output, output.len().saturating_sub(SHOWN_BYTES));
     let shown = output[cut..].trim_end();
     let how = match v.exit_code {
+        Some(0) => "it does not print what was asked for".to_owned(),
         Some(code) => format!("exit code {code}"),
         None => "it did not finish".to_owned(),
     };
@@ -147,6 +179,16 @@ mod tests {
         assert_eq!(c("What does `answer` return?"), None);
         assert_eq!(c("Rename calc_total to compute_total."), None);
         assert_eq!(command_for(Some("make check"), "anything"), Some("make check".into()));
+    }
+
+    #[test]
+    fn literal_expected_output_only() {
+        let e = expected_output;
+        assert_eq!(e("Fix it so that `python3 greet.py` prints Hello, world!"), Some("Hello, world!".into()));
+        assert_eq!(e("Then run python3 check.py, which must print OK."), Some("OK".into()));
+        assert_eq!(e("Make it print 'Name: Ada' again"), Some("Name: Ada".into()));
+        assert_eq!(e("Fix the error so the script runs and prints the total."), None);
+        assert_eq!(e("Rename the function."), None);
     }
 
     #[test]
