@@ -259,7 +259,8 @@ fn quoted_command(request: &str) -> Option<&str> {
 /// A question asking for a fact: a `?`, or a question word first
 /// ("How many …", "Which file …"), and no change asked for.
 fn is_question(request: &str, words: &[String]) -> bool {
-    const ASKING: &[&str] = &["how", "what", "which", "where", "who", "when", "why", "is", "are", "does", "do", "count"];
+    const ASKING: &[&str] =
+        &["how", "what", "which", "where", "who", "when", "why", "is", "are", "does", "do", "count"];
     let asks = request.contains('?') || words.first().is_some_and(|w| ASKING.contains(&w.as_str()));
     asks && !asks_for_change(request, words)
 }

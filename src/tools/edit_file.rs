@@ -102,8 +102,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     if starts.len() > 1 && !args.replace_all {
         let lines: Vec<String> = starts.iter().take(20).map(|&i| line_of(&content, i).to_string()).collect();
+        // A small model copies a complete call better than it follows advice.
+        let all = serde_json::json!({"name": "edit_file", "arguments": {
+            "file_path": args.file_path, "old_string": args.old_string, "new_string": args.new_string, "replace_all": true,
+        }});
         return failed(format!(
-            "{shown}: old_string matches {} times (lines {}); add surrounding context to make it unique, or set replace_all",
+            "{shown}: old_string matches {} times (lines {}). To change one of them, add the lines around it to \
+             old_string so that it is unique. To change every one (a rename, for instance), make this call:\n{all}",
             starts.len(),
             lines.join(", ")
         ));
