@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use serde_json::Value;
+
 use super::answer_check::looks_like_file;
 
 /// For an answer saying something is "already" there: the first name it
@@ -59,6 +61,19 @@ pub(super) fn announces_work(answer: &str) -> bool {
     })
 }
 
+/// A plain-text answer the model wrapped in a ```` ```json ```` fence (the
+/// 1.5B model does after tool calls written that way) without the fence;
+/// anything else as it is.
+pub(super) fn unfence(text: String) -> String {
+    let t = text.trim();
+    let Some(inner) = t.strip_prefix("```json") else { return text };
+    let inner = inner.trim().strip_suffix("```").unwrap_or(inner).trim();
+    if inner.is_empty() || serde_json::from_str::<Value>(inner).is_ok() || inner.contains("```") {
+        return text;
+    }
+    inner.to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +88,13 @@ mod tests {
         );
         assert_eq!(absent_already("`shout(t)` is already there.", ws.path()), None);
         assert_eq!(absent_already("I added `is_palindrome`.", ws.path()), None, "no claim of 'already'");
+    }
+
+    #[test]
+    fn a_fenced_plain_answer_is_unfenced_and_json_is_kept() {
+        assert_eq!(unfence("```json\nI created hello.txt.\n```".into()), "I created hello.txt.");
+        assert_eq!(unfence("```json I created hello.txt.".into()), "I created hello.txt.");
+        assert_eq!(unfence("```json\n{\"a\": 1}\n```".into()), "```json\n{\"a\": 1}\n```");
+        assert_eq!(unfence("Plain.".into()), "Plain.");
     }
 }

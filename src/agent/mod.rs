@@ -294,7 +294,7 @@ pub async fn run(
                     return fail(emit, error, Some(completion.text), None).await;
                 }
             }
-            return Outcome::Ok { response: completion.text };
+            return Outcome::Ok { response: claims::unfence(completion.text) };
         }
         // After the wrap-up request, tool calls are not run (a server may
         // still send some): that is the loop going on.
