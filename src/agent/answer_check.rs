@@ -141,6 +141,15 @@ impl Progress {
         }
     }
 
+    /// The writes and edits that succeeded, as one sentence.
+    pub fn account(&self) -> String {
+        if self.done.is_empty() {
+            "No file was changed.".to_owned()
+        } else {
+            format!("Changes: {}.", self.done.join("; "))
+        }
+    }
+
     /// True when `request` asks for a change and nothing has changed yet.
     pub fn change_pending(&self, request: &str) -> bool {
         !self.changed && asks_for_change(request, &words(request))

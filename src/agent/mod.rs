@@ -174,6 +174,13 @@ pub async fn run(
     let mut verify_rounds = config.verify_rounds;
     loop {
         if stats.iterations >= config.max_iterations {
+            // Out of model calls, but the work may be done: the check decides.
+            if let Some(done) =
+                verify::at_the_limit(verify_command.as_deref(), message, &progress, config, &tool_cx).await
+            {
+                stats.verification = Some(done.0);
+                return Outcome::Ok { response: done.1 };
+            }
             let error = ErrorEnvelope::new(
                 ErrorCode::MaxIterations,
                 format!(

@@ -136,6 +136,32 @@ pub async fn run(command: &str, expected: Option<&str>, ctx: &ToolContext) -> (V
     (Verification { command: command.to_owned(), exit_code, passed }, text)
 }
 
+/// At `max_iterations`: when the send changed files and its verification
+/// command now passes, the task is done though the model never said so;
+/// returns the verification and pirn's account for the answer. `None`:
+/// no command, nothing written, verification off, or it fails.
+pub async fn at_the_limit(
+    command: Option<&str>,
+    request: &str,
+    progress: &super::answer_check::Progress,
+    config: &crate::config::SessionConfig,
+    ctx: &ToolContext,
+) -> Option<(Verification, String)> {
+    let command = command.filter(|_| progress.wrote() && config.verify_rounds > 0 && config.answer_checks)?;
+    let expected = expected_output(request);
+    let (v, _) = run(command, expected.as_deref(), ctx).await;
+    if !v.passed {
+        return None;
+    }
+    let answer = format!(
+        "Done, checked by `{command}`, which now passes (the model ran out of its {} model calls before saying \
+         so). {}",
+        config.max_iterations,
+        progress.account()
+    );
+    Some((v, answer))
+}
+
 /// The code of the `[exit code N]` line bash results end with.
 fn exit_code(text: &str) -> Option<i32> {
     let line = text.lines().rev().find(|l| l.starts_with('['))?;

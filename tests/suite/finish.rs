@@ -134,3 +134,36 @@ async fn announced_work_is_sent_back() {
     assert_eq!(r["response"], "Fixed: an empty list no longer divides by zero.");
     assert!(last_message(&mock, 2).contains("you have not done it"));
 }
+
+#[tokio::test]
+async fn work_done_when_the_calls_run_out_ends_ok_when_its_check_passes() {
+    let script = vec![
+        Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x * 2\n"})),
+        Reply::tool("read_file", json!({"file_path": "check.py"})),
+        Reply::tool("read_file", json!({"file_path": "calc.py"})),
+        Reply::text(&["never asked"]),
+    ];
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("check.py"), "from calc import double\nassert double(5) == 10\n").unwrap();
+    let (mut w, _) = w.init("0.3.0", json!({"max_iterations": 3})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py; python3 check.py must pass."})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["verification"]["passed"], true);
+    assert!(r["response"].as_str().unwrap().contains("`python3 check.py`, which now passes"), "{r}");
+    assert_eq!(mock.requests().len(), 3);
+    // Without a passing check the limit is still an error.
+    std::fs::write(w.workspace.path().join("check.py"), "raise SystemExit(1)\n").unwrap();
+    let script = [
+        Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x\n"})),
+        Reply::tool("read_file", json!({"file_path": "check.py"})),
+        Reply::tool("read_file", json!({"file_path": "calc.py"})),
+    ];
+    for reply in script {
+        mock.push(reply);
+    }
+    w.write(json!({"type": "send", "id": "t", "message": "Write double(x) in calc.py; python3 check.py must pass."})).await;
+    let (_, r) = w.result_for("t").await;
+    assert_eq!(r["error"]["code"], "max_iterations", "{r}");
+}
