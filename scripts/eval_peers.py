@@ -37,9 +37,12 @@ def run_aider(task, ws, env, timeout, model, base_url):
     cmd = [aider_binary(), "--model", f"openai/{model}", "--openai-api-base", base_url, "--openai-api-key", "none",
            "--edit-format", "whole", "--yes-always", "--no-auto-commits", "--no-pretty", "--no-stream",
            "--no-check-update", "--no-analytics", "--no-show-model-warnings", "--no-gitignore",
+           "--no-show-release-notes", "--map-tokens", "0",
            "--message", task["prompt"], *files]
+    # litellm would fetch its model price list from the internet at start.
     aider_env = dict(env, HOME=env.get("HOME", "/"), GIT_AUTHOR_NAME="eval", GIT_AUTHOR_EMAIL="eval@localhost",
-                     GIT_COMMITTER_NAME="eval", GIT_COMMITTER_EMAIL="eval@localhost")
+                     GIT_COMMITTER_NAME="eval", GIT_COMMITTER_EMAIL="eval@localhost",
+                     LITELLM_LOCAL_MODEL_COST_MAP="True", OPENAI_API_KEY="none", OPENAI_API_BASE=base_url)
     p = subprocess.run(cmd, cwd=ws, env=aider_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     status = "ok" if p.returncode == 0 else "error"
     return [{"type": "result", "id": "task", "status": status, "response": p.stdout,

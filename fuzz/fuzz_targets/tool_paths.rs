@@ -29,8 +29,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = serde_json::from_slice::<tools::bash::Args>(data);
     let Ok(raw) = std::str::from_utf8(data) else { return };
     let ctx = ctx();
-    if let Ok(p) = ctx.resolve(raw) {
-        let p: PathBuf = p;
+    if let Ok(target) = ctx.resolve(raw) {
+        let p: PathBuf = target.path().to_path_buf();
         assert!(p.starts_with(&ctx.workspace), "{raw:?} resolved to {} outside {}", p.display(), ctx.workspace.display());
     }
 });

