@@ -83,6 +83,14 @@ async fn a_web_page_cannot_drive_serve() {
         r.send()
     };
     assert_eq!(upgrade(Some("https://evil.example")).await.unwrap().status().as_u16(), 403);
+    let rebound = c
+        .get(format!("{}/v1/sessions/{id}/ws", d.base))
+        .header("host", "rebound.example")
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==");
+    assert_eq!(rebound.send().await.unwrap().status().as_u16(), 403, "a rebound Host on a WebSocket upgrade");
     assert_eq!(upgrade(None).await.unwrap().status().as_u16(), 101);
     // A plain answer carries no CORS header at all.
     let resp = c.get(format!("{}/v1/sessions", d.base)).send().await.unwrap();
