@@ -222,11 +222,10 @@ fn writes(tool: &str) -> bool {
 /// What a rule's pattern is matched against: the command for bash, the
 /// workspace-relative path for file tools (absolute when outside).
 fn subject(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
-    let field = match tool {
-        "bash" => return args.get("command").and_then(Value::as_str).map(str::to_owned),
-        "read_file" | "write_file" | "edit_file" => "file_path",
-        _ => "path",
-    };
+    if tool == "bash" {
+        return args.get("command").and_then(Value::as_str).map(str::to_owned);
+    }
+    let field = path_field(tool).unwrap_or("path");
     let raw = args.get(field).and_then(Value::as_str).unwrap_or(".");
     let joined = if Path::new(raw).is_absolute() { Path::new(raw).to_path_buf() } else { workspace.join(raw) };
     let mut clean = std::path::PathBuf::new();
@@ -249,16 +248,21 @@ fn subject(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
 /// For a file tool, its path as the OS resolves it beneath the workspace
 /// (workspace-relative), when that differs from the written one.
 fn resolved_subject(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
-    let field = match tool {
-        "read_file" | "write_file" | "edit_file" => "file_path",
-        "glob" | "grep" => "path",
-        _ => return None,
-    };
+    let field = path_field(tool)?;
     let raw = args.get(field).and_then(Value::as_str).unwrap_or(".");
     let real = crate::tools::confine::resolve(raw, workspace, &[]).ok()?;
     let rel = real.path().strip_prefix(workspace).ok()?;
     let rel = if rel.as_os_str().is_empty() { ".".to_owned() } else { rel.display().to_string() };
     (Some(&rel) != subject(tool, args, workspace).as_ref()).then_some(rel)
+}
+
+/// The argument holding a file tool's path.
+fn path_field(tool: &str) -> Option<&'static str> {
+    match tool {
+        "read_file" | "write_file" | "edit_file" => Some("file_path"),
+        "glob" | "grep" => Some("path"),
+        _ => None,
+    }
 }
 
 /// The stricter of two rule verdicts: deny, then ask, then none (the mode

@@ -74,9 +74,22 @@ impl Sandbox {
         }
     }
 
+    /// Readies `cmd` to start as a child of a session: the allowlisted
+    /// environment ([`child_env`] with `passthrough`) and this sandbox, put
+    /// in force before `exec`. Call before `supervisor::supervise`, so the
+    /// supervisor and the whole tree are confined. Errors: the sandbox
+    /// cannot be built (what the kernel lacks is named); nothing may run.
+    pub fn confine(&self, cmd: &mut tokio::process::Command, passthrough: &[String]) -> io::Result<()> {
+        cmd.env_clear().envs(child_env(passthrough));
+        if let Some(ruleset) = self.prepare()? {
+            ruleset.install(cmd);
+        }
+        Ok(())
+    }
+
     /// Builds the Landlock ruleset for a child about to start; `None` when
     /// the mode is `off`. Errors name what the kernel lacks.
-    pub fn prepare(&self) -> io::Result<Option<Prepared>> {
+    fn prepare(&self) -> io::Result<Option<Prepared>> {
         if self.mode == SandboxMode::Off {
             return Ok(None);
         }
@@ -119,18 +132,9 @@ impl Prepared {
     /// Makes the child restrict itself before `exec` (call before
     /// `supervisor::supervise`, so the supervisor is confined too). The
     /// ruleset descriptor lives in the closure until the command is dropped.
-    pub fn install(self, cmd: &mut tokio::process::Command) {
+    fn install(self, cmd: &mut tokio::process::Command) {
         // SAFETY: the closure runs between fork and exec and makes only
         // two raw system calls on a descriptor the child inherited.
-        unsafe {
-            cmd.pre_exec(move || self.restrict_self());
-        }
-    }
-
-    /// The same for a `std::process::Command`.
-    pub fn install_std(self, cmd: &mut std::process::Command) {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: as in `install`.
         unsafe {
             cmd.pre_exec(move || self.restrict_self());
         }

@@ -8,6 +8,9 @@ use serde_json::Value;
 
 use super::answer_check::looks_like_file;
 
+/// Most bytes [`absent_already`] reads from the workspace.
+const SEARCHED_BYTES: u64 = 16 << 20;
+
 /// For an answer saying something is "already" there: the first name it
 /// quotes in backquotes (`is_palindrome`, `is_palindrome(text)`) that no
 /// file of the workspace contains.
@@ -24,11 +27,19 @@ pub(super) fn absent_already(answer: &str, workspace: &Path) -> Option<String> {
         return None;
     }
     let mut present = vec![false; names.len()];
+    // Bounded: at most the listing's entries, files of at most 1 MiB and
+    // SEARCHED_BYTES in all (past it, a name not seen counts as present).
+    let mut budget = SEARCHED_BYTES;
     let walk = ignore::WalkBuilder::new(workspace).require_git(false).build().flatten();
     for entry in walk.take(crate::context::workspace::MAX_VISITED) {
-        if !entry.file_type().is_some_and(|t| t.is_file()) || entry.metadata().is_ok_and(|m| m.len() > 1 << 20) {
+        let len = entry.metadata().map_or(u64::MAX, |m| m.len());
+        if !entry.file_type().is_some_and(|t| t.is_file()) || len > 1 << 20 {
             continue;
         }
+        if len > budget {
+            return None;
+        }
+        budget -= len;
         let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
         for (i, n) in names.iter().enumerate() {
             present[i] |= text.contains(n);

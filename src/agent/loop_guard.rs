@@ -49,10 +49,13 @@ pub const MIN_PERIOD: usize = 2;
 /// Longest cycle looked for, in calls.
 pub const MAX_PERIOD: usize = 3;
 
-/// (call, result) pairs of one send, as hashes, to find cycles in.
+/// (call, result) pairs of one send, to find cycles in: their hashes since
+/// the last cycle (at most `2 * MAX_PERIOD` of them are ever compared) and
+/// the last [`MAX_PERIOD`] pairs themselves, for the note.
 #[derive(Debug, Default)]
 pub struct Cycles {
     history: Vec<u64>,
+    recent: std::collections::VecDeque<(String, String)>,
     /// Times a cycle was found so far.
     pub found: u32,
 }
@@ -66,13 +69,25 @@ impl Cycles {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (signature, result).hash(&mut h);
+        if self.history.len() == 2 * MAX_PERIOD {
+            self.history.remove(0);
+        }
         self.history.push(h.finish());
+        if self.recent.len() == MAX_PERIOD {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((signature.to_owned(), result.to_owned()));
         let n = self.history.len();
         let period = (MIN_PERIOD..=MAX_PERIOD)
             .find(|&p| n >= 2 * p && self.history[n - p..] == self.history[n - 2 * p..n - p])?;
         self.history.clear();
         self.found += 1;
         Some(period)
+    }
+
+    /// The last `period` (call, result) pairs recorded: the round of a cycle.
+    pub fn round(&self, period: usize) -> Vec<(String, String)> {
+        self.recent.iter().skip(self.recent.len().saturating_sub(period)).cloned().collect()
     }
 }
 

@@ -160,8 +160,6 @@ pub async fn run(
     let mut cycles = loop_guard::Cycles::default();
     // A second cycle: the wrap-up answer ends the send as `loop_detected`.
     let mut cycle_stop = false;
-    // The last (call, result) pairs, across answers, for the cycle note.
-    let mut recent: Vec<(String, String)> = Vec::new();
     // One retry after the server said the request does not fit.
     let mut context_retry = false;
     // (signature, result) of the calls of the previous answer.
@@ -170,16 +168,15 @@ pub async fn run(
     let checks = config.answer_checks && config.policy.mode != ApprovalMode::Plan;
     // After a loop: the next request forbids tool calls and its answer is final.
     let mut wrap_up = false;
-    let verify_command = verify::command_for(config.verify_command.as_deref(), message);
-    let mut verify_rounds = config.verify_rounds;
+    let mut verifier = verify::Verifier::for_send(config, message, checks);
     loop {
         if stats.iterations >= config.max_iterations {
             // Out of model calls, but the work may be done: the check decides.
-            if let Some(done) =
-                verify::at_the_limit(verify_command.as_deref(), message, &progress, config, &tool_cx).await
+            if let Some(v) = verifier.as_ref().filter(|_| progress.wrote())
+                && let Some((verification, answer)) = v.at_the_limit(&progress, config.max_iterations, &tool_cx).await
             {
-                stats.verification = Some(done.0);
-                return Outcome::Ok { response: done.1 };
+                stats.verification = Some(verification);
+                return Outcome::Ok { response: answer };
             }
             let error = ErrorEnvelope::new(
                 ErrorCode::MaxIterations,
@@ -280,15 +277,12 @@ pub async fn run(
                 emit.emit(Event::PlanComplete { plan: completion.text.clone() }).await;
             }
             // Done, says the model: after a change, check it.
-            let verifying = progress.wrote() && !wrap_up && checks && config.verify_rounds > 0;
-            if let Some(command) = verify_command.as_deref().filter(|_| verifying) {
-                let expected = verify::expected_output(message);
-                let (verification, output) = verify::run(command, expected.as_deref(), &tool_cx).await;
+            if let Some(v) = verifier.as_mut().filter(|_| progress.wrote() && !wrap_up) {
+                let (verification, output) = v.run(&tool_cx).await;
                 let passed = verification.passed;
                 let note = verify::note(&verification, &output);
                 stats.verification = Some(verification);
-                if !passed && verify_rounds > 0 {
-                    verify_rounds -= 1;
+                if !passed && v.take_round() {
                     conv.push_note(&note);
                     previous.clear();
                     continue;
@@ -296,7 +290,7 @@ pub async fn run(
                 if !passed {
                     let error = ErrorEnvelope::new(
                         ErrorCode::VerificationFailed,
-                        format!("`{command}` still fails after the model's fixes; the task is not done"),
+                        format!("`{}` still fails after the model's fixes; the task is not done", v.command()),
                     );
                     return fail(emit, error, Some(completion.text), None).await;
                 }
@@ -346,12 +340,9 @@ pub async fn run(
             }
         }
         let went_round = results.iter().filter_map(|(sig, text)| cycles.record(sig, text)).max();
-        recent.extend(results.iter().cloned());
-        recent.drain(..recent.len().saturating_sub(loop_guard::MAX_PERIOD));
         if let Some(period) = went_round {
-            let round = &recent[recent.len().saturating_sub(period)..];
             if cycles.found == 1 {
-                conv.push_note(&loop_guard::cycle_note(round, progress.change_pending(message)));
+                conv.push_note(&loop_guard::cycle_note(&cycles.round(period), progress.change_pending(message)));
             } else {
                 wrap_up = true;
                 cycle_stop = true;

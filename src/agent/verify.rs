@@ -14,6 +14,7 @@
 //! [`DEFAULT_ROUNDS`] times per send after a failure, and only when the send
 //! changed something (a read-only question is never "verified").
 
+use crate::config::SessionConfig;
 use crate::tools::{self, ToolContext, ToolError};
 use crate::wire::Verification;
 
@@ -115,57 +116,83 @@ pub fn expected_output(request: &str) -> Option<String> {
     Some(text.to_owned()).filter(|t| !t.is_empty() && t.len() <= 200)
 }
 
-/// Runs `command` in the workspace as a `bash` call would (sandbox,
-/// environment, timeout, group kill); it passes when it exits 0 and, when
-/// `expected` is given, its output contains that text. Returns the report
-/// and the output the model reads.
-pub async fn run(command: &str, expected: Option<&str>, ctx: &ToolContext) -> (Verification, String) {
-    let args = tools::bash::Args { command: command.to_owned(), timeout_ms: Some(TIMEOUT_MS) };
-    let (mut text, mut passed) = match tools::bash::run(args, ctx).await {
-        Ok(text) => (text, true),
-        Err(ToolError::Failed(text)) => (text, false),
-        Err(e) => (e.to_string(), false),
-    };
-    if let Some(want) = expected.filter(|_| passed)
-        && !text.contains(want)
-    {
-        passed = false;
-        text.push_str(&format!("[the output does not contain {want:?}, which the request says it must print]\n"));
-    }
-    let exit_code = exit_code(&text);
-    (Verification { command: command.to_owned(), exit_code, passed }, text)
+/// The check of one send: its command, the text its output must show,
+/// and the failed runs that may still be given back to the model.
+#[derive(Debug)]
+pub struct Verifier {
+    command: String,
+    expected: Option<String>,
+    rounds_left: u32,
 }
 
-/// At `max_iterations`: when the send changed files and its verification
-/// command now passes, the task is done though the model never said so;
-/// returns the verification and pirn's account for the answer. `None`:
-/// no command, nothing written, verification off, or it fails.
-pub async fn at_the_limit(
-    command: Option<&str>,
-    request: &str,
-    progress: &super::answer_check::Progress,
-    config: &crate::config::SessionConfig,
-    ctx: &ToolContext,
-) -> Option<(Verification, String)> {
-    let command = command.filter(|_| progress.wrote() && config.verify_rounds > 0 && config.answer_checks)?;
-    let expected = expected_output(request);
-    let (v, _) = run(command, expected.as_deref(), ctx).await;
-    if !v.passed {
-        return None;
+impl Verifier {
+    /// The send's check: [`command_for`] with [`expected_output`], given
+    /// back at most `config.verify_rounds` times. `None` when there is no
+    /// command, `verify_rounds` is 0, or `checks` (answer checks, off in
+    /// plan mode) is false.
+    pub fn for_send(config: &SessionConfig, request: &str, checks: bool) -> Option<Verifier> {
+        if !checks || config.verify_rounds == 0 {
+            return None;
+        }
+        let command = command_for(config.verify_command.as_deref(), request)?;
+        Some(Verifier { command, expected: expected_output(request), rounds_left: config.verify_rounds })
     }
-    let answer = format!(
-        "Done, checked by `{command}`, which now passes (the model ran out of its {} model calls before saying \
-         so). {}",
-        config.max_iterations,
-        progress.account()
-    );
-    Some((v, answer))
-}
 
-/// The code of the `[exit code N]` line bash results end with.
-fn exit_code(text: &str) -> Option<i32> {
-    let line = text.lines().rev().find(|l| l.starts_with('['))?;
-    line.strip_prefix("[exit code ")?.strip_suffix(']')?.parse().ok()
+    /// The command.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Runs the command in the workspace as a `bash` call would (sandbox,
+    /// environment, timeout, group kill); it passes when it exits 0 and
+    /// its output shows the expected text, if any. Returns the report and
+    /// the output the model reads.
+    pub async fn run(&self, ctx: &ToolContext) -> (Verification, String) {
+        let args = tools::bash::Args { command: self.command.clone(), timeout_ms: Some(TIMEOUT_MS) };
+        let (mut text, mut passed) = match tools::bash::run(args, ctx).await {
+            Ok(text) => (text, true),
+            Err(ToolError::Failed(text)) => (text, false),
+            Err(e) => (e.to_string(), false),
+        };
+        if let Some(want) = self.expected.as_deref().filter(|_| passed)
+            && !text.contains(want)
+        {
+            passed = false;
+            text.push_str(&format!("[the output does not contain {want:?}, which the request says it must print]\n"));
+        }
+        let exit_code = tools::bash::exit_code_of(&text);
+        (Verification { command: self.command.clone(), exit_code, passed }, text)
+    }
+
+    /// After a failed run: true (and one round fewer) while the failure may
+    /// still be given back to the model.
+    pub fn take_round(&mut self) -> bool {
+        let left = self.rounds_left > 0;
+        self.rounds_left = self.rounds_left.saturating_sub(1);
+        left
+    }
+
+    /// At `max_iterations`, for a send that changed files: when the command
+    /// now passes, the task is done though the model never said so; returns
+    /// the verification and pirn's account for the answer.
+    pub async fn at_the_limit(
+        &self,
+        progress: &super::answer_check::Progress,
+        max_iterations: u32,
+        ctx: &ToolContext,
+    ) -> Option<(Verification, String)> {
+        let (v, _) = self.run(ctx).await;
+        if !v.passed {
+            return None;
+        }
+        let answer = format!(
+            "Done, checked by `{}`, which now passes (the model ran out of its {max_iterations} model calls before \
+             saying so). {}",
+            self.command,
+            progress.account()
+        );
+        Some((v, answer))
+    }
 }
 
 /// What the model is told after a failed verification.
@@ -215,11 +242,5 @@ mod tests {
         assert_eq!(e("Make it print 'Name: Ada' again"), Some("Name: Ada".into()));
         assert_eq!(e("Fix the error so the script runs and prints the total."), None);
         assert_eq!(e("Rename the function."), None);
-    }
-
-    #[test]
-    fn exit_codes_are_read_from_the_last_status_line() {
-        assert_eq!(exit_code("out\n[exit code 3]\n"), Some(3));
-        assert_eq!(exit_code("[timed out after 5 ms; the process group was killed]\n"), None);
     }
 }

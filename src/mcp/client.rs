@@ -287,15 +287,10 @@ async fn connect(
     match (&config.command, &config.url) {
         (Some(command), None) => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.env_clear().envs(crate::sandbox::child_env(passthrough)).envs(&config.env);
-            cmd.args(&config.args).current_dir(workspace).process_group(0).kill_on_drop(true);
-            match sandbox.prepare() {
-                Ok(Some(ruleset)) => ruleset.install(&mut cmd),
-                Ok(None) => {}
-                Err(e) => {
-                    return Err(format!("not started: the {} sandbox cannot be set up: {e}", sandbox.mode.name()));
-                }
+            if let Err(e) = sandbox.confine(&mut cmd, passthrough) {
+                return Err(format!("not started: the {} sandbox cannot be set up: {e}", sandbox.mode.name()));
             }
+            cmd.envs(&config.env).args(&config.args).current_dir(workspace).process_group(0).kill_on_drop(true);
             crate::tools::supervisor::supervise(&mut cmd);
             let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::piped())

@@ -96,13 +96,9 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             .stderr(writer2)
             .process_group(0)
             .kill_on_drop(true);
-        // An allowlisted environment, never pirn's settings or keys.
-        cmd.env_clear().envs(crate::sandbox::child_env(&ctx.env_passthrough));
-        // The sandbox first, so the supervisor and the whole tree are confined.
-        match ctx.sandbox.prepare() {
-            Ok(Some(ruleset)) => ruleset.install(&mut cmd),
-            Ok(None) => {}
-            Err(e) => return failed(format!("not run: the {} sandbox cannot be set up: {e}", ctx.sandbox.mode.name())),
+        // An allowlisted environment and the sandbox, before the supervisor.
+        if let Err(e) = ctx.sandbox.confine(&mut cmd, &ctx.env_passthrough) {
+            return failed(format!("not run: the {} sandbox cannot be set up: {e}", ctx.sandbox.mode.name()));
         }
         // The group dies with pirn, even on SIGKILL.
         super::supervisor::supervise(&mut cmd);
@@ -170,6 +166,13 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
 }
 
+/// The code in the `[exit code N]` line a `bash` result ends with (see
+/// [`describe`]); `None` for a timeout, a signal or any other text.
+pub fn exit_code_of(result: &str) -> Option<i32> {
+    let line = result.lines().rev().find(|l| l.starts_with('['))?;
+    line.strip_prefix("[exit code ")?.strip_suffix(']')?.parse().ok()
+}
+
 fn describe(status: Option<ExitStatus>) -> (String, bool) {
     use std::os::unix::process::ExitStatusExt;
     match status {
@@ -234,6 +237,12 @@ impl HeadTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exit_codes_are_read_from_the_last_status_line() {
+        assert_eq!(exit_code_of("out\n[exit code 3]\n"), Some(3));
+        assert_eq!(exit_code_of("[timed out after 5 ms; the process group was killed]\n"), None);
+    }
 
     #[test]
     fn head_tail_counts_what_it_drops() {
