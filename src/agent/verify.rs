@@ -128,13 +128,20 @@ pub struct Verifier {
 impl Verifier {
     /// The send's check: [`command_for`] with [`expected_output`], given
     /// back at most `config.verify_rounds` times. `None` when there is no
-    /// command, `verify_rounds` is 0, or `checks` (answer checks, off in
-    /// plan mode) is false.
+    /// command, `verify_rounds` is 0, `checks` (answer checks, off in plan
+    /// mode) is false, or the session's approval policy would not let
+    /// `bash` run the command unasked: verification never gets round the
+    /// approval gate.
     pub fn for_send(config: &SessionConfig, request: &str, checks: bool) -> Option<Verifier> {
         if !checks || config.verify_rounds == 0 {
             return None;
         }
         let command = command_for(config.verify_command.as_deref(), request)?;
+        let as_bash = serde_json::json!({ "command": command });
+        if config.policy.check("bash", &as_bash, &config.workspace) != crate::approval::Verdict::Allow {
+            tracing::info!(%command, "not verified: bash would need approval for it");
+            return None;
+        }
         Some(Verifier { command, expected: expected_output(request), rounds_left: config.verify_rounds })
     }
 

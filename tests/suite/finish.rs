@@ -169,3 +169,36 @@ async fn work_done_when_the_calls_run_out_ends_ok_when_its_check_passes() {
     let (_, r) = w.result_for("t").await;
     assert_eq!(r["error"]["code"], "max_iterations", "{r}");
 }
+
+#[tokio::test]
+async fn verification_never_gets_round_the_approval_gate() {
+    // In auto-edit mode bash needs approval: the command the request names
+    // must not run unasked, so the wrong file is not "verified" either way.
+    let marker_cmd = "touch verified-marker && python3 check.py";
+    let script = vec![
+        Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x\n"})),
+        Reply::text(&["Done."]),
+    ];
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    let (mut w, _) = w.init("0.3.0", json!({"approval_mode": "auto-edit", "verify_command": marker_cmd})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py."})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert!(r.get("verification").is_none(), "{r}");
+    assert!(!w.workspace.path().join("verified-marker").exists(), "the command ran without approval");
+    assert_eq!(mock.requests().len(), 2);
+    // A deny rule on bash holds for it too, in full-auto.
+    let mock = MockServer::start(vec![
+        Reply::tool("write_file", json!({"file_path": "calc.py", "content": "x = 1\n"})),
+        Reply::text(&["Done."]),
+    ])
+    .await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    let rules = json!({"verify_command": marker_cmd, "permissions": {"deny": ["bash(touch*)"]}});
+    let (mut w, _) = w.init("0.3.0", rules).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Write calc.py."})).await;
+    let (_, r) = w.result_for("s").await;
+    assert!(r.get("verification").is_none(), "{r}");
+    assert!(!w.workspace.path().join("verified-marker").exists());
+}
