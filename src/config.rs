@@ -266,6 +266,12 @@ pub struct SessionConfig {
     pub verify_command: Option<String>,
     /// `config.verify_rounds`, default `agent::verify::DEFAULT_ROUNDS`.
     pub verify_rounds: u32,
+    /// `config.max_total_tokens`: each send's default token budget.
+    pub max_total_tokens: Option<u64>,
+    /// `config.max_tool_calls`: each send's default tool-call budget.
+    pub max_tool_calls: Option<u32>,
+    /// `config.output_retries`, default `agent::structured::DEFAULT_RETRIES`.
+    pub output_retries: u32,
 }
 
 impl SessionConfig {
@@ -374,6 +380,9 @@ impl SessionConfig {
             env_passthrough: Arc::from(config.env_passthrough.clone().unwrap_or_default()),
             verify_command: config.verify_command.clone().filter(|c| !c.trim().is_empty()),
             verify_rounds: config.verify_rounds.unwrap_or(crate::agent::verify::DEFAULT_ROUNDS),
+            max_total_tokens: config.max_total_tokens,
+            max_tool_calls: config.max_tool_calls,
+            output_retries: config.output_retries.unwrap_or(crate::agent::structured::DEFAULT_RETRIES),
         })
     }
 

@@ -251,8 +251,33 @@ struct RunArgs {
     /// run when the model says it is, and given back to it while it fails.
     #[arg(long, value_name = "CMD")]
     verify: Option<String>,
+    /// The final answer must be one JSON value valid against this JSON
+    /// Schema (a file, or the schema itself): `--format text` then prints
+    /// only that document; exit 0 only when it validated.
+    #[arg(long, value_name = "FILE_OR_JSON", value_parser = parse_schema)]
+    output_schema: Option<serde_json::Value>,
+    /// Answers that miss the schema given back to the model (default 2).
+    #[arg(long)]
+    output_retries: Option<u32>,
+    /// Token budget of the send (prompt plus completion, all model calls);
+    /// exit 3 when spent.
+    #[arg(long)]
+    max_total_tokens: Option<u64>,
+    /// Tool calls the send may run; exit 3 when spent.
+    #[arg(long)]
+    max_tool_calls: Option<u32>,
     /// The user message.
     prompt: String,
+}
+
+/// `--output-schema`: the schema's JSON itself, or a file holding it.
+fn parse_schema(arg: &str) -> Result<serde_json::Value, String> {
+    let text = if arg.trim_start().starts_with(['{', '[']) || arg == "true" || arg == "false" {
+        arg.to_owned()
+    } else {
+        std::fs::read_to_string(arg).map_err(|e| format!("cannot read {arg}: {e}"))?
+    };
+    serde_json::from_str(&text).map_err(|e| format!("{arg}: not JSON: {e}"))
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -307,10 +332,18 @@ fn main() {
             };
             let format = match args.format {
                 OutputFormat::Jsonl => Format::Jsonl,
+                OutputFormat::Text if args.output_schema.is_some() => Format::Document,
                 OutputFormat::Text => Format::Text,
             };
+            let options = pirn::wire::SendOptions {
+                output_schema: args.output_schema,
+                output_retries: args.output_retries,
+                max_total_tokens: args.max_total_tokens,
+                max_tool_calls: args.max_tool_calls,
+                verify_command: None,
+            };
             let cassette = run::CassetteFlags { record: args.record, replay: args.replay };
-            block_on_and_exit(run::run(config, args.prompt, format, cassette), log)
+            block_on_and_exit(run::run(config, args.prompt, options, format, cassette), log)
         }
         Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args), log),
         Some(Command::Sessions(cmd)) => {

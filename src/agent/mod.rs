@@ -17,23 +17,23 @@
 
 pub mod answer_check;
 pub mod batch;
+pub mod budget;
 mod claims;
 pub mod emit;
 pub mod fit;
 pub mod loop_guard;
+pub mod request;
+pub mod send_spec;
+mod stats;
+pub mod structured;
 pub mod tool_call;
 pub mod verify;
 
 pub use fit::{COMPACT_WINDOW_UNKNOWN, compact_now};
-
-use std::time::{Duration, Instant};
+pub use send_spec::SendSpec;
+pub use stats::SendStats;
 
 use bytes::Bytes;
-use serde::Serialize;
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
-
-use async_openai::types::chat::ChatCompletionRequestMessage;
 
 pub use emit::{Emitter, OUTBOX_CAPACITY, Outbox};
 pub use loop_guard::LOOP_REPEATS;
@@ -44,59 +44,9 @@ use crate::context;
 use crate::conversation::Conversation;
 use crate::model::{Completion, ModelError};
 use crate::tools::{self, ToolContext};
-use crate::wire::{ErrorCode, ErrorEnvelope, Event, ToolCallMade, Usage};
+use crate::wire::{ErrorCode, ErrorEnvelope, Event};
 use loop_guard::LoopGuard;
 use tool_call::CallContext;
-
-/// Figures of one send, reported in its result (also when it is cancelled:
-/// a model call or tool cut off by the cancel counts up to that moment).
-#[derive(Debug, Default)]
-pub struct SendStats {
-    /// Model calls made.
-    pub iterations: u32,
-    pub tool_calls_made: Vec<ToolCallMade>,
-    pub usage: Usage,
-    pub model_latency: Duration,
-    pub tool_latency: Duration,
-    /// The last verification run (`verify`), for the result.
-    pub verification: Option<crate::wire::Verification>,
-    /// Start of the model call in flight.
-    model_since: Option<Instant>,
-    /// Start of the tool call in flight.
-    tool_since: Option<Instant>,
-}
-
-impl SendStats {
-    /// A model call starts.
-    pub fn begin_model(&mut self) {
-        self.model_since = Some(Instant::now());
-    }
-
-    /// The model call in flight ended; its time is counted.
-    pub fn end_model(&mut self) {
-        if let Some(t) = self.model_since.take() {
-            self.model_latency += t.elapsed();
-        }
-    }
-
-    /// A tool call starts.
-    pub fn begin_tool(&mut self) {
-        self.tool_since = Some(Instant::now());
-    }
-
-    /// The tool call in flight ended; its time is counted. Returns it.
-    pub fn end_tool(&mut self) -> Duration {
-        let spent = self.tool_since.take().map(|t| t.elapsed()).unwrap_or_default();
-        self.tool_latency += spent;
-        spent
-    }
-
-    /// Counts what was in flight when the send was cut off (cancel, panic).
-    pub fn close_interrupted(&mut self) {
-        self.end_model();
-        self.end_tool();
-    }
-}
 
 /// How a send ended (cancellation is decided by the caller).
 #[derive(Debug)]
@@ -107,30 +57,6 @@ pub enum Outcome {
     Failed { error: ErrorEnvelope, response: Option<String> },
 }
 
-/// The body of a chat-completions request, borrowing the conversation.
-#[derive(Serialize)]
-struct ChatRequest<'a> {
-    model: &'a str,
-    messages: &'a [ChatCompletionRequestMessage],
-    stream: bool,
-    stream_options: StreamOptions,
-    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
-    tools: &'a [Value],
-    /// `"none"` for the wrap-up request after a loop: the tools stay in the
-    /// request (a history with tool calls needs them at some providers) but
-    /// may not be called.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-    max_tokens: u32,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
 /// Runs one send to its end. `conv` already holds the earlier turns.
 pub async fn run(
     config: &SessionConfig,
@@ -139,7 +65,7 @@ pub async fn run(
     stats: &mut SendStats,
     emit: &Emitter,
     message: &str,
-    cancel: CancellationToken,
+    spec: &mut SendSpec,
 ) -> Outcome {
     // The listing joins the system prompt at the first send (a small model
     // follows it there better than after the request; the price is that a
@@ -151,8 +77,11 @@ pub async fn run(
             Err(e) => tracing::warn!(error = %e, "the workspace listing failed"),
         }
     }
-    conv.push_user(message);
-    let mut tool_cx = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), cancel);
+    match &spec.output {
+        Some(output) => conv.push_user(&format!("{message}{}", output.instruction())),
+        None => conv.push_user(message),
+    }
+    let mut tool_cx = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), spec.cancel.clone());
     tool_cx.read_files = Some(conv.read_files.clone());
     tool_cx.sandbox = config.sandbox.clone();
     tool_cx.env_passthrough = config.env_passthrough.clone();
@@ -168,8 +97,17 @@ pub async fn run(
     let checks = config.answer_checks && config.policy.mode != ApprovalMode::Plan;
     // After a loop: the next request forbids tool calls and its answer is final.
     let mut wrap_up = false;
-    let mut verifier = verify::Verifier::for_send(config, message, checks);
+    let mut verifier = verify::Verifier::for_send(config, spec.verify_command.as_deref(), message, checks);
+    // The answer is asked for again as structured output (no tools).
+    let mut structured = false;
+    // A budget is spent: the next answer ends the send as `budget_exceeded`.
+    let mut budget_stop = false;
+    let mut last_text = String::new();
     loop {
+        if spec.meter.tokens_spent() {
+            let answer = Some(std::mem::take(&mut last_text)).filter(|t| !t.trim().is_empty());
+            return fail(emit, spec.meter.exceeded(), answer.or_else(|| Some(progress.summary())), None).await;
+        }
         if stats.iterations >= config.max_iterations {
             // Out of model calls, but the work may be done: the check decides.
             if let Some(v) = verifier.as_ref().filter(|_| progress.wrote())
@@ -204,21 +142,12 @@ pub async fn run(
         stats.iterations += 1;
         let prompt = fit::estimate(config, conv);
         let sent_bytes = conv.bytes() + config.tool_spec_bytes();
-        let body = match serde_json::to_vec(&ChatRequest {
-            model: &config.model,
-            messages: conv.messages(),
-            stream: true,
-            stream_options: StreamOptions { include_usage: true },
-            tools: config.tool_specs(),
-            tool_choice: (wrap_up && !config.tool_specs().is_empty()).then_some("none"),
-            temperature: config.temperature,
-            max_tokens: context::answer_room(window, prompt, config.max_tokens),
-        }) {
-            Ok(b) => Bytes::from(b),
-            Err(e) => {
-                let error = ErrorEnvelope::new(ErrorCode::ProtocolError, format!("cannot encode the request: {e}"));
-                return fail(emit, error, None, None).await;
-            }
+        let response_format = spec.output.as_ref().filter(|_| structured && !conv.budget.no_response_format);
+        let format = response_format.map(|o| o.response_format());
+        let shape = request::Shape { no_tools: wrap_up || structured, response_format: format.as_ref() };
+        let body = match request::body(config, conv, shape, context::answer_room(window, prompt, config.max_tokens)) {
+            Ok(b) => b,
+            Err(error) => return fail(emit, error, None, None).await,
         };
         stats.begin_model();
         let result = call_model(config, body, emit).await;
@@ -233,18 +162,46 @@ pub async fn run(
                 tracing::info!(window = conv.budget.learned_window, "the request did not fit the context window");
                 continue;
             }
+            Err(e)
+                if format.is_some()
+                    && structured::rejects_response_format(e.status(), &format!("{e} {}", e.details())) =>
+            {
+                // Asked once more in words only, and never again this session.
+                tracing::info!("the provider refused response_format: {e}");
+                conv.budget.no_response_format = true;
+                stats.iterations -= 1;
+                continue;
+            }
             Err(e) => return fail(emit, ErrorEnvelope::from(&e), None, Some(config.endpoint.provider())).await,
         };
         context_retry = false;
-        if let Some(u) = completion.usage {
-            conv.budget.record(u.prompt_tokens, sent_bytes);
-            stats.usage.add(&u);
-            emit.emit(Event::Usage(u)).await;
+        stats.calls_completed += 1;
+        match completion.usage {
+            Some(u) => {
+                conv.budget.record(u.prompt_tokens, sent_bytes);
+                spec.meter.charge_tokens(u.total_tokens);
+                stats.usage.add(&u);
+                emit.emit(Event::Usage(u)).await;
+            }
+            None => spec.meter.charge_tokens(prompt + completion.estimated_tokens()),
+        }
+        last_text.clone_from(&completion.text);
+        if spec.meter.tokens_spent() && !completion.tool_calls.is_empty() {
+            // The call that crossed the budget is the last: its calls are not run.
+            return fail(emit, spec.meter.exceeded(), Some(progress.summary()), None).await;
         }
         let turn = batch::plan(&completion.tool_calls, config.max_tool_calls_per_turn);
         conv.push_assistant(&completion.text, &turn.run);
         if completion.tool_calls.is_empty() {
-            if completion.finish_reason.as_deref() == Some("length") {
+            let cut_off = completion.finish_reason.as_deref() == Some("length");
+            if let Some(output) = spec.output.as_mut().filter(|o| cut_off && o.retries_left > 0) {
+                // A runaway answer is a miss like any other: asked for again, short and constrained.
+                output.retries_left -= 1;
+                conv.push_note(&output.retry_note(&[structured::CUT_OFF.to_owned()]));
+                structured = true;
+                continue;
+            }
+            if cut_off {
                 let error = ErrorEnvelope {
                     code: ErrorCode::ProviderError,
                     message: "the model's answer was cut off at its token limit (finish_reason: length)".to_owned(),
@@ -253,8 +210,13 @@ pub async fn run(
                 };
                 return fail(emit, error, Some(completion.text), None).await;
             }
+            if budget_stop {
+                let answer = Some(completion.text).filter(|t| !t.trim().is_empty());
+                return fail(emit, spec.meter.exceeded(), answer.or_else(|| Some(progress.summary())), None).await;
+            }
             if checks
                 && !wrap_up
+                && !structured
                 && let Some(nudge) = progress.review(message, &completion.text, &config.tools, &config.workspace)
             {
                 conv.push_note(&nudge);
@@ -295,11 +257,28 @@ pub async fn run(
                     return fail(emit, error, Some(completion.text), None).await;
                 }
             }
+            if let Some(output) = spec.output.as_mut() {
+                match output.check(&completion.text) {
+                    Ok(value) => stats.structured_output = Some(value),
+                    Err(errors) if output.retries_left > 0 => {
+                        output.retries_left -= 1;
+                        conv.push_note(&output.retry_note(&errors));
+                        structured = true;
+                        previous.clear();
+                        continue;
+                    }
+                    Err(errors) => return fail(emit, structured::invalid(errors), Some(completion.text), None).await,
+                }
+                return Outcome::Ok { response: completion.text };
+            }
             return Outcome::Ok { response: claims::unfence(completion.text) };
         }
         // After the wrap-up request, tool calls are not run (a server may
         // still send some): that is the loop going on.
         if wrap_up || guard.is_loop(&turn.run, turn.most_copies) {
+            if budget_stop {
+                return fail(emit, spec.meter.exceeded(), Some(progress.summary()), None).await;
+            }
             if !wrap_up {
                 // One last request with tool_choice "none": a model that
                 // repeats a call has usually done the work and only needs
@@ -332,12 +311,23 @@ pub async fn run(
                     tool_call::repeat(conv, call, earlier);
                     results.push((signature, earlier.clone()));
                 }
+                None if !spec.meter.take_tool_call() => {
+                    let text = budget::not_run(spec.meter.max_tool_calls());
+                    conv.push_tool_result(&call.id, text.clone());
+                    results.push((signature, text));
+                }
                 None => {
                     let text = tool_call::run(&cx, conv, stats, call, note).await;
                     progress.record(&call.name, &text);
                     results.push((signature, text));
                 }
             }
+        }
+        if spec.meter.tool_calls_spent() && !budget_stop {
+            // Out of tool calls: one answer without tools, then the send ends.
+            budget_stop = true;
+            wrap_up = true;
+            conv.push_note(budget::WRAP_UP);
         }
         let went_round = results.iter().filter_map(|(sig, text)| cycles.record(sig, text)).max();
         if let Some(period) = went_round {

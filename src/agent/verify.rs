@@ -132,11 +132,12 @@ impl Verifier {
     /// mode) is false, or the session's approval policy would not let
     /// `bash` run the command unasked: verification never gets round the
     /// approval gate.
-    pub fn for_send(config: &SessionConfig, request: &str, checks: bool) -> Option<Verifier> {
+    /// `own`: the send's own `verify_command`, before the session's.
+    pub fn for_send(config: &SessionConfig, own: Option<&str>, request: &str, checks: bool) -> Option<Verifier> {
         if !checks || config.verify_rounds == 0 {
             return None;
         }
-        let command = command_for(config.verify_command.as_deref(), request)?;
+        let command = command_for(own.or(config.verify_command.as_deref()), request)?;
         let as_bash = serde_json::json!({ "command": command });
         if config.policy.check("bash", &as_bash, &config.workspace) != crate::approval::Verdict::Allow {
             tracing::info!(%command, "not verified: bash would need approval for it");

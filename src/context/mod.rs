@@ -33,6 +33,9 @@ pub const MIN_ANSWER_TOKENS: u64 = 256;
 pub struct Budget {
     /// The window learned from the server (a context error), in tokens.
     pub learned_window: Option<u32>,
+    /// The server refused `response_format` (HTTP 400 naming it): structured
+    /// answers are asked for in words only, for the rest of the session.
+    pub no_response_format: bool,
     /// `(prompt_tokens, bytes)`: what the server counted for the last
     /// request and how many bytes that request carried.
     last: Option<(u64, usize)>,

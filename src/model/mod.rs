@@ -35,6 +35,15 @@ pub struct Completion {
     pub finish_reason: Option<String>,
 }
 
+impl Completion {
+    /// pirn's estimate of the completion's tokens when the provider reports
+    /// no usage: its text and tool calls at four bytes a token.
+    pub fn estimated_tokens(&self) -> u64 {
+        let bytes = self.text.len() + self.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>();
+        (bytes as u64).div_ceil(4)
+    }
+}
+
 /// A tool call requested by the model; `arguments` is the raw JSON text.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolCall {

@@ -22,6 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::SendSpec;
+use crate::agent::budget::Meter;
 use crate::agent::emit::send_shaped;
 pub use crate::agent::{OUTBOX_CAPACITY, Outbox};
 use crate::approval::{AnswerError, PermissionBroker};
@@ -30,8 +32,8 @@ use crate::conversation::Conversation;
 use crate::mcp::client::McpTools;
 use crate::store::Journal;
 use crate::wire::{
-    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, ProtocolVersion, Request, SendResult,
-    StatusOk, StopReason, VersionError,
+    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, ProtocolVersion, Request, SendOptions,
+    SendResult, StatusOk, StopReason, VersionError,
 };
 pub use queue::SendRejected;
 use queue::{Job, JobKind, Queue};
@@ -76,6 +78,8 @@ struct Shared {
     /// Model and approval mode changed after `init` (agent-webkit's
     /// `set_model`, `set_permission_mode`); they apply from the next send.
     overrides: Mutex<Overrides>,
+    /// The running send's budget meter (for `status_ok.budget`).
+    meter: Mutex<Option<Arc<Meter>>>,
 }
 
 /// See [`Shared::overrides`].
@@ -164,6 +168,7 @@ impl Session {
             journal: opened.journal,
             interrupted: opened.interrupted,
             overrides: Mutex::default(),
+            meter: Mutex::default(),
         });
         Ok(Session::start(shared, opened.conv))
     }
@@ -196,19 +201,33 @@ impl Session {
     /// With a queue timeout, a send still waiting when it passes is answered
     /// with a retryable `queue_timeout` error.
     pub fn send(&self, id: String, message: String) -> Result<(), SendRejected> {
-        self.enqueue(id, message, JobKind::Send)
+        self.send_with(id, message, &SendOptions::default())
+    }
+
+    /// As [`Session::send`], with the send's 0.3.0 options. Errors also
+    /// [`SendRejected::InvalidRequest`] when they cannot be used (an
+    /// `output_schema` that does not compile): nothing is queued.
+    pub fn send_with(&self, id: String, message: String, options: &SendOptions) -> Result<(), SendRejected> {
+        let spec = SendSpec::resolve(&self.shared.config, options).map_err(SendRejected::InvalidRequest)?;
+        self.enqueue(id, message, JobKind::Send, spec)
     }
 
     /// Queues a manual compaction (0.3.0 `compact`, `POST …/compact`): it
     /// runs in turn like a send and is answered by `context_compact` and one
     /// `result` with id `id`.
     pub fn compact(&self, id: String) -> Result<(), SendRejected> {
-        self.enqueue(id, String::new(), JobKind::Compact)
+        self.enqueue(id, String::new(), JobKind::Compact, SendSpec::default())
     }
 
-    fn enqueue(&self, id: String, message: String, kind: JobKind) -> Result<(), SendRejected> {
+    fn enqueue(&self, id: String, message: String, kind: JobKind, spec: SendSpec) -> Result<(), SendRejected> {
         let limits = self.shared.config.limits;
-        self.shared.queue().admit(&id, message, kind, limits.max_queue)?;
+        {
+            let mut q = self.shared.queue();
+            q.admit(&id, message, kind, limits.max_queue)?;
+            if let Some(job) = q.waiting.back_mut() {
+                *job.spec = spec;
+            }
+        }
         self.shared.wake.notify_one();
         if let Some(limit) = limits.queue_timeout {
             let shared = self.shared.clone();
@@ -263,6 +282,7 @@ impl Session {
             queue_length: Some(q.waiting.len() as u64),
             interrupted: Some(self.shared.interrupted.clone()).filter(|i| !i.is_empty()),
             sandbox: Some(self.shared.config.sandbox.describe()),
+            budget: self.shared.meter.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|m| m.status()),
         }
     }
 
@@ -300,7 +320,19 @@ impl Session {
             Some(OutgoingMessage::Result(result))
         };
         match request {
-            Request::Send(s) => self.send(s.id.clone(), s.message).err().and_then(|e| refuse(s.id, &e)),
+            Request::Send(s) if !s.options.is_empty() && self.shared.config.version < ProtocolVersion::V0_3 => {
+                refuse(s.id, &"send options (output_schema, budgets, verify_command) need protocol_version 0.3.0")
+            }
+            Request::Send(s) => match self.send_with(s.id.clone(), s.message, &s.options) {
+                Ok(()) => None,
+                Err(SendRejected::InvalidRequest(message)) => {
+                    let error = ErrorEnvelope::new(ErrorCode::InvalidRequest, message);
+                    let mut result = SendResult::error(s.id, error, self.shared.config.correlation.clone());
+                    result.stop_reason = Some(StopReason::Error);
+                    Some(OutgoingMessage::Result(result))
+                }
+                Err(e) => refuse(s.id, &e),
+            },
             Request::Status(r) => Some(OutgoingMessage::StatusOk(self.status(r.id))),
             Request::Cancel(c) => {
                 self.cancel(&c.target_id).await;

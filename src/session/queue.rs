@@ -11,6 +11,8 @@ use std::collections::{HashSet, VecDeque};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::SendSpec;
+
 /// Why a send was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SendRejected {
@@ -20,6 +22,10 @@ pub enum SendRejected {
     QueueFull,
     #[error("the session is shutting down")]
     Closing,
+    /// The send's options cannot be used (an `output_schema` that does
+    /// not compile); answered with an `invalid_request` result.
+    #[error("{0}")]
+    InvalidRequest(String),
 }
 
 /// One accepted send (or manual compaction, which queues like one).
@@ -29,6 +35,8 @@ pub struct Job {
     pub message: String,
     pub cancel: CancellationToken,
     pub kind: JobKind,
+    /// Its resolved 0.3.0 options (defaults for a compaction).
+    pub spec: Box<SendSpec>,
 }
 
 /// What a job does.
@@ -83,7 +91,8 @@ impl Queue {
             return Err(SendRejected::QueueFull);
         }
         self.seen.insert(id.to_owned());
-        self.waiting.push_back(Job { id: id.to_owned(), message, cancel: CancellationToken::new(), kind });
+        let cancel = CancellationToken::new();
+        self.waiting.push_back(Job { id: id.to_owned(), message, cancel, kind, spec: Box::default() });
         Ok(())
     }
 

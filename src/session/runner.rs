@@ -44,7 +44,7 @@ enum Ended {
 }
 
 /// Runs one send with heartbeats and cancellation, then writes its result.
-async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
+async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
     let changed = shared.effective_config();
     let config = changed.as_ref().unwrap_or(&shared.config);
     let started = Instant::now();
@@ -54,21 +54,15 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
     }
     let emitter =
         Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), config.version, shared.outbox.clone());
+    job.spec.cancel = job.cancel.clone();
     let mut stats = SendStats::default();
+    *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = Some(job.spec.meter.clone());
     let ended = {
         let agent = async {
             match job.kind {
                 JobKind::Send => {
-                    agent::run(
-                        config,
-                        &shared.permissions,
-                        conv,
-                        &mut stats,
-                        &emitter,
-                        &job.message,
-                        job.cancel.clone(),
-                    )
-                    .await
+                    agent::run(config, &shared.permissions, conv, &mut stats, &emitter, &job.message, &mut job.spec)
+                        .await
                 }
                 JobKind::Compact => agent::compact_now(config, conv, &mut stats, &emitter).await,
             }
@@ -94,6 +88,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
         // The agent future is dropped here: its HTTP stream closes and a
         // running tool's process group is killed.
     };
+    *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = None;
     // A model call or tool cut off by the cancel still counts.
     stats.close_interrupted();
     let (status, response, error, stop) = match ended {
@@ -103,6 +98,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
             let stop = match error.code {
                 ErrorCode::MaxIterations => StopReason::MaxIterations,
                 ErrorCode::LoopDetected => StopReason::LoopDetected,
+                ErrorCode::BudgetExceeded => StopReason::BudgetExhausted,
                 _ => StopReason::Error,
             };
             (Status::Error, response, Some(error), stop)
@@ -131,6 +127,8 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, job: Job) {
         total_latency_ms: Some(started.elapsed().as_millis() as u64),
         stop_reason: Some(stop),
         verification: stats.verification.take(),
+        structured_output: stats.structured_output.take(),
+        calls_completed: stats.calls_completed,
         correlation: config.correlation.clone(),
     };
     shared.out(OutgoingMessage::Result(result)).await;

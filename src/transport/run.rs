@@ -5,12 +5,12 @@
 //! and SIGINT handling (cancel, print the cancelled result, exit 130).
 
 use crate::config::{Environment, Limits};
-use crate::session::{OpenError, Session};
+use crate::session::{OpenError, SendRejected, Session};
 use crate::transport::signal::shutdown_signal;
 use crate::transport::stdio::with_store;
 use crate::transport::tap::JournalSlot;
 use crate::transport::writer::{self, Format};
-use crate::wire::{ErrorCode, InitConfig, PROTOCOL_VERSION, SendResult, Status};
+use crate::wire::{ErrorCode, InitConfig, PROTOCOL_VERSION, SendOptions, SendResult, Status};
 
 /// The send succeeded.
 pub const EXIT_OK: i32 = 0;
@@ -18,7 +18,7 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_PROVIDER: i32 = 1;
 /// Bad usage (clap's code for bad flags; also an invalid workspace).
 pub const EXIT_USAGE: i32 = 2;
-/// Stopped by `max_iterations` or loop detection.
+/// Stopped by `max_iterations`, loop detection or a spent budget.
 pub const EXIT_LIMIT: i32 = 3;
 /// Any other error (tool or protocol).
 pub const EXIT_OTHER: i32 = 4;
@@ -28,7 +28,13 @@ pub const EXIT_CANCELLED: i32 = 130;
 /// Runs `prompt` once with `config`; returns the exit code. `cassette`
 /// overrides `PIRN_RECORD`/`PIRN_REPLAY` (`--record`, `--replay`).
 #[allow(clippy::print_stderr)]
-pub async fn run(config: InitConfig, prompt: String, format: Format, cassette: CassetteFlags) -> i32 {
+pub async fn run(
+    config: InitConfig,
+    prompt: String,
+    options: SendOptions,
+    format: Format,
+    cassette: CassetteFlags,
+) -> i32 {
     let journal = JournalSlot::default();
     let w = writer::spawn(std::io::stdout(), format, journal.clone());
     let mut env = with_store(Environment::from_process()).await;
@@ -52,12 +58,17 @@ pub async fn run(config: InitConfig, prompt: String, format: Format, cassette: C
     };
     if let Some(j) = session.journal() {
         let _ = journal.set(j.clone());
-        if format == Format::Text {
+        if format != Format::Jsonl {
             eprintln!("pirn: session {}", j.session_id());
         }
     }
-    if session.send("1".to_owned(), prompt).is_err() {
-        return EXIT_OTHER;
+    match session.send_with("1".to_owned(), prompt, &options) {
+        Ok(()) => {}
+        Err(SendRejected::InvalidRequest(e)) => {
+            eprintln!("pirn run: {e}");
+            return EXIT_USAGE;
+        }
+        Err(_) => return EXIT_OTHER,
     }
     let mut signals = shutdown_signal();
     tokio::select! {
@@ -72,7 +83,7 @@ pub async fn run(config: InitConfig, prompt: String, format: Format, cassette: C
     }
     match &report.last_result {
         Some(r) => {
-            if format == Format::Text
+            if format != Format::Jsonl
                 && let Some(e) = &r.error
             {
                 eprintln!("pirn: {:?}: {}", e.code, e.message);
@@ -95,7 +106,7 @@ pub fn exit_code(result: &SendResult) -> i32 {
     match (result.status, result.error.as_ref().map(|e| e.code)) {
         (Status::Ok, _) => EXIT_OK,
         (_, Some(ErrorCode::ProviderError)) => EXIT_PROVIDER,
-        (_, Some(ErrorCode::MaxIterations | ErrorCode::LoopDetected)) => EXIT_LIMIT,
+        (_, Some(ErrorCode::MaxIterations | ErrorCode::LoopDetected | ErrorCode::BudgetExceeded)) => EXIT_LIMIT,
         (_, Some(ErrorCode::Cancelled)) => EXIT_CANCELLED,
         _ => EXIT_OTHER,
     }

@@ -26,6 +26,9 @@ pub enum Format {
     /// `pirn run --format text`: the model's text on stdout, tool activity
     /// and errors on stderr.
     Text,
+    /// `pirn run --format text --output-schema`: as `Text` on stderr, and
+    /// on stdout only the validated JSON document (`structured_output`).
+    Document,
 }
 
 /// What the writer saw, returned when it ends.
@@ -95,7 +98,7 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format:
         }
         let written = match format {
             Format::Jsonl => out.write_all(&line),
-            Format::Text => write_text(&mut out, &msg),
+            Format::Text | Format::Document => write_text(&mut out, &msg, format),
         };
         if let OutgoingMessage::Result(r) = msg {
             report.last_result = Some(r);
@@ -125,9 +128,10 @@ pub(crate) fn encode_line(seq: &mut Sequencer, msg: &mut OutgoingMessage, out: &
 /// The `text` format: deltas verbatim on stdout; tool calls and errors as
 /// short lines on stderr (a person is watching).
 #[allow(clippy::print_stderr)]
-fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage) -> io::Result<()> {
+fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage, format: Format) -> io::Result<()> {
     match msg {
         OutgoingMessage::Event(ev) => match &ev.event {
+            Event::ContentDelta { .. } if format == Format::Document => Ok(()),
             Event::ContentDelta { text } => out.write_all(text.as_bytes()),
             Event::ToolStart { name, args, .. } => {
                 out.flush()?;
@@ -145,6 +149,13 @@ fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage) -> io::Result<()> {
                 Ok(())
             }
             _ => Ok(()),
+        },
+        OutgoingMessage::Result(r) if format == Format::Document => match &r.structured_output {
+            Some(doc) => {
+                serde_json::to_writer_pretty(&mut *out, doc)?;
+                out.write_all(b"\n")
+            }
+            None => Ok(()),
         },
         OutgoingMessage::Result(_) => out.write_all(b"\n"),
         _ => Ok(()),

@@ -173,15 +173,27 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
                 *tokens_after = None;
                 *summary_tokens = None;
             }
+            Event::Error { code, details, .. } => {
+                *code = heddle_code(*code);
+                heddle_details(details);
+            }
             _ => {}
         },
         OutgoingMessage::Result(r) => {
             r.stop_reason = None;
             r.verification = None;
-            if let Some(e) = &mut r.error
-                && e.code == ErrorCode::VerificationFailed
-            {
-                e.code = ErrorCode::ToolError;
+            r.structured_output = None;
+            if let Some(e) = &mut r.error {
+                e.code = heddle_code(e.code);
+                heddle_details(&mut e.details);
+            }
+            // heddle counts the model calls that answered, and reports no
+            // usage when none did.
+            if r.iterations > 0 {
+                r.iterations = r.calls_completed;
+                if r.calls_completed == 0 {
+                    r.usage = None;
+                }
             }
             if let Some(u) = &mut r.usage {
                 u.cached_tokens = None;
@@ -191,11 +203,36 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             s.queue_length = None;
             s.interrupted = None;
             s.sandbox = None;
+            s.budget = None;
         }
         OutgoingMessage::InitOk(i) => i.sandbox = None,
         OutgoingMessage::ShutdownOk(_) => {}
     }
     true
+}
+
+/// The 0.2.0 code of a 0.3.0-only error code: the nearest one heddle's
+/// document lists.
+fn heddle_code(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::VerificationFailed | ErrorCode::OutputInvalid => ErrorCode::ToolError,
+        ErrorCode::BudgetExceeded => ErrorCode::MaxIterations,
+        ErrorCode::InvalidRequest => ErrorCode::ProtocolError,
+        other => other,
+    }
+}
+
+/// heddle's `details` of a provider's HTTP error: the body the server sent,
+/// parsed when it is JSON (pirn's 0.3.0 `{kind: "http", status, body}`
+/// keeps the status and the raw text).
+fn heddle_details(details: &mut Option<Value>) {
+    let Some(d) = details.as_mut() else { return };
+    if d.get("kind").and_then(Value::as_str) != Some("http") {
+        return;
+    }
+    if let Some(body) = d.get("body").and_then(Value::as_str) {
+        *d = serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_owned()));
+    }
 }
 
 /// Assigns `event_seq`: 0-based and gapless per send, in the order lines are

@@ -229,6 +229,17 @@ pub struct SendResult {
     /// ran (`config.verify_command`, or a command the request named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// 0.3.0: the final answer parsed as JSON, present when the send had an
+    /// `output_schema` and the answer is valid against it (`response` keeps
+    /// the raw text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Value>,
+    /// Model calls that returned a completion (`iterations` counts every
+    /// call started). Not on the wire: a 0.2.0 client's `iterations` is
+    /// this number, as heddle counts.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub calls_completed: u32,
     #[serde(flatten)]
     pub correlation: Correlation,
 }
@@ -258,6 +269,8 @@ pub enum StopReason {
     LoopDetected,
     /// Cancelled by `cancel`, `shutdown`, a signal or the queue timing out.
     Cancelled,
+    /// The send's `max_total_tokens` or `max_tool_calls` was spent.
+    BudgetExhausted,
     /// Any other error (see `error`).
     Error,
 }
@@ -285,6 +298,8 @@ impl SendResult {
             total_latency_ms: None,
             stop_reason: None,
             verification: None,
+            structured_output: None,
+            calls_completed: 0,
             correlation,
         }
     }
@@ -326,6 +341,25 @@ pub struct StatusOk {
     /// pirn extension (0.3.0): the sandbox in force, as in `init_ok`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// pirn extension (0.3.0): the running send's usage against its
+    /// budgets (absent while no send runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStatus>,
+}
+
+/// 0.3.0 `status_ok.budget`: what the running send has spent so far.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct BudgetStatus {
+    /// Prompt plus completion tokens of the send's model calls so far.
+    pub total_tokens: u64,
+    /// The send's token budget, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// Tool calls run so far.
+    pub tool_calls: u32,
+    /// The send's tool-call budget, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
 }
 
 /// The error envelope shared by results, `init_ok` and `error` events.
@@ -373,4 +407,15 @@ pub enum ErrorCode {
     /// 0.3.0: the verification command still failed after the rounds the
     /// model was given to fix it (0.2.0 clients see `tool_error`).
     VerificationFailed,
+    /// 0.3.0: the final answer still did not match the send's
+    /// `output_schema` after `output_retries`; `details.errors` lists the
+    /// validation errors.
+    OutputInvalid,
+    /// A budget (`max_total_tokens`, `max_tool_calls`) was spent before the
+    /// task was done (0.2.0 clients see `max_iterations`, the nearest limit
+    /// heddle knows).
+    BudgetExceeded,
+    /// 0.3.0: the request is well-formed JSON but unusable (an
+    /// `output_schema` that does not compile); nothing was run.
+    InvalidRequest,
 }

@@ -3,6 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// One request line. Discriminated by `type`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
@@ -162,6 +163,21 @@ pub struct InitConfig {
     /// with `verification_failed` (default 2; 0 turns verification off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_rounds: Option<u32>,
+    /// The session's default token budget per send: prompt plus completion
+    /// tokens over the send's model calls (the provider's usage, or pirn's
+    /// estimate when a call reports none). The call that crosses it is the
+    /// send's last; the send then ends with `budget_exceeded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// The session's default budget of tool executions per send; calls
+    /// beyond it are not run (the model is told) and the send ends with
+    /// `budget_exceeded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
+    /// The session's default for how often an answer that does not match a
+    /// send's `output_schema` is sent back to the model (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_retries: Option<u32>,
 }
 
 /// How much a child may write.
@@ -253,11 +269,49 @@ pub struct PermissionRules {
     pub ask: Vec<String>,
 }
 
-/// `send`: `{type, id, message}`.
+/// `send`: `{type, id, message}`, and in 0.3.0 the per-send options of
+/// [`SendOptions`].
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct SendRequest {
     pub id: String,
     pub message: String,
+    #[serde(flatten)]
+    pub options: SendOptions,
+}
+
+/// 0.3.0 options of one `send` (each overrides the session's default from
+/// `init.config` for this send only). A 0.2.0 session refuses a send that
+/// carries any of them.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct SendOptions {
+    /// A JSON Schema (draft 2020-12) the send's final answer must match:
+    /// the answer must be one JSON value valid against it, and the result
+    /// then carries it parsed as `structured_output`. A schema that does
+    /// not compile is refused with an `invalid_request` result before any
+    /// model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Answers that do not match `output_schema` given back to the model
+    /// with the validation errors before the send ends with
+    /// `output_invalid` (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_retries: Option<u32>,
+    /// This send's token budget (see `init.config.max_total_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// This send's tool-call budget (see `init.config.max_tool_calls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
+    /// This send's verification command (see `init.config.verify_command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_command: Option<String>,
+}
+
+impl SendOptions {
+    /// True when no option is set (all a 0.2.0 session accepts).
+    pub fn is_empty(&self) -> bool {
+        *self == SendOptions::default()
+    }
 }
 
 /// `status` and `shutdown`: `{type, id}`.

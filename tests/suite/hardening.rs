@@ -197,7 +197,8 @@ async fn a_0_2_client_gets_exactly_the_fields_heddle_documents() {
     let (events, r) = w.result_for("e").await;
     let err = event(&events, "error");
     assert_eq!((err["message"].as_str(), err["provider"].as_str()), (Some("Model error"), Some("openrouter")));
-    assert_eq!((err["details"]["status"].as_u64(), err["retryable"].as_bool()), (Some(500), Some(true)));
+    // heddle's details: the provider's body, parsed.
+    assert_eq!((err["details"]["error"]["code"].as_u64(), err["retryable"].as_bool()), (Some(500), Some(true)));
     assert_eq!(r["error"]["message"], "Model error");
     // Extension requests get a clear error naming 0.3.0.
     w.write(json!({"type":"permission_response","id":"p","request_id":"perm_x","decision":"allow"})).await;

@@ -16,13 +16,16 @@ use super::events::frame_stream;
 use super::{App, HttpSession, KEEPALIVE, MAX_QUEUE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
-use crate::wire::Decision;
+use crate::wire::{Decision, SendOptions};
 
 #[derive(Deserialize)]
 struct SendBody {
     message: String,
     #[serde(default)]
     send_id: Option<String>,
+    /// `output_schema`, budgets, `verify_command` (as on a 0.3.0 `send`).
+    #[serde(flatten)]
+    options: SendOptions,
 }
 
 #[derive(Deserialize)]
@@ -45,7 +48,7 @@ pub async fn create_send(
     let stream = q.stream.as_deref().is_some_and(|v| v == "1" || v == "true");
     // Subscribe before queueing so the stream misses nothing.
     let live = if stream { s.hub.subscribe(None).ok() } else { None };
-    s.session.send(send_id.clone(), body.message).map_err(|e| match e {
+    s.session.send_with(send_id.clone(), body.message, &body.options).map_err(|e| match e {
         SendRejected::DuplicateId => ApiError::new(
             StatusCode::CONFLICT,
             "DUPLICATE_SEND_ID",
@@ -57,6 +60,7 @@ pub async fn create_send(
             format!("{MAX_QUEUE} sends are already waiting; try again later"),
         ),
         e @ SendRejected::Closing => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
+        SendRejected::InvalidRequest(message) => ApiError::new(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message),
     })?;
     match live {
         None => Ok((StatusCode::ACCEPTED, axum::Json(json!({"send_id": send_id}))).into_response()),

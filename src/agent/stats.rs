@@ -1,0 +1,63 @@
+//! The figures of one send that end up in its result: model calls, tool
+//! calls, usage, time spent waiting on the model and on tools, and what
+//! the loop learned (the verification run, the structured answer).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::wire::{ToolCallMade, Usage};
+
+/// Figures of one send, reported in its result (also when it is cancelled:
+/// a model call or tool cut off by the cancel counts up to that moment).
+#[derive(Debug, Default)]
+pub struct SendStats {
+    /// Model calls made.
+    pub iterations: u32,
+    pub tool_calls_made: Vec<ToolCallMade>,
+    pub usage: Usage,
+    pub model_latency: Duration,
+    pub tool_latency: Duration,
+    /// The last verification run (`verify`), for the result.
+    pub verification: Option<crate::wire::Verification>,
+    /// Model calls that returned a completion.
+    pub calls_completed: u32,
+    /// The final answer parsed, when the send had an `output_schema`.
+    pub structured_output: Option<Value>,
+    /// Start of the model call in flight.
+    model_since: Option<Instant>,
+    /// Start of the tool call in flight.
+    tool_since: Option<Instant>,
+}
+
+impl SendStats {
+    /// A model call starts.
+    pub fn begin_model(&mut self) {
+        self.model_since = Some(Instant::now());
+    }
+
+    /// The model call in flight ended; its time is counted.
+    pub fn end_model(&mut self) {
+        if let Some(t) = self.model_since.take() {
+            self.model_latency += t.elapsed();
+        }
+    }
+
+    /// A tool call starts.
+    pub fn begin_tool(&mut self) {
+        self.tool_since = Some(Instant::now());
+    }
+
+    /// The tool call in flight ended; its time is counted. Returns it.
+    pub fn end_tool(&mut self) -> Duration {
+        let spent = self.tool_since.take().map(|t| t.elapsed()).unwrap_or_default();
+        self.tool_latency += spent;
+        spent
+    }
+
+    /// Counts what was in flight when the send was cut off (cancel, panic).
+    pub fn close_interrupted(&mut self) {
+        self.end_model();
+        self.end_tool();
+    }
+}
