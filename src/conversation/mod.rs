@@ -95,6 +95,31 @@ impl Conversation {
         self.journal = Some(journal);
     }
 
+    /// Logs the conversation as it stands (a new session's system prompt)
+    /// and every message from now on to `journal`: a resume then gets the
+    /// whole conversation back, whatever the configuration.
+    pub fn start_log(&mut self, journal: Journal) {
+        self.journal = Some(journal);
+        if !self.messages.is_empty() {
+            self.log_history();
+        }
+    }
+
+    /// Puts `system_prompt` first when the conversation has no system
+    /// message (a resumed log written without one), and logs the result.
+    pub fn ensure_system(&mut self, system_prompt: &str) {
+        if system_prompt.is_empty() || matches!(self.messages.first(), Some(ChatCompletionRequestMessage::System(_))) {
+            return;
+        }
+        let system = ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
+            content: ChatCompletionRequestSystemMessageContent::Text(system_prompt.to_owned()),
+            name: None,
+        });
+        self.sizes.insert(0, message_bytes(&system));
+        self.messages.insert(0, system);
+        self.log_history();
+    }
+
     /// Logs the whole history, which an edit (not an append) changed.
     fn log_history(&self) {
         if let Some(j) = &self.journal {

@@ -2,8 +2,9 @@
 //! loaded and continued (`config.resume_session_id`).
 //!
 //! Owns: the rules of resume. The conversation is the stored one (its
-//! system prompt included, so the new `init`'s prompt does not replace
-//! it); a send that was running when the old process died is answered to
+//! system prompt included, logged when the session starts, so the new
+//! `init`'s prompt does not replace it; a log without one gets the new
+//! `init`'s); a send that was running when the old process died is answered to
 //! the model ("not run") where it stopped, and the model is told in a note
 //! before the next send. A new session whose log cannot be created runs
 //! without one (a warning is logged): persistence never stops a worker.
@@ -61,7 +62,7 @@ pub(super) async fn open_log(
             workspace: config.workspace.display().to_string(),
             config: serde_json::to_value(&stored).unwrap_or_default(),
         });
-        conv.log_to(journal.clone());
+        conv.start_log(journal.clone());
         return Ok(Opened { conv, journal: Some(journal), interrupted: Vec::new() });
     };
     let Some(store) = store else { return Err(resume_error(&id)(ResumeError::PersistenceOff)) };
@@ -80,6 +81,9 @@ pub(super) async fn open_log(
     }
     let mut conv = Conversation::restore(folded.messages, count);
     conv.log_to(journal.clone());
+    // A log written without its system prompt (before pirn logged it at
+    // once) gets the resuming init's.
+    conv.ensure_system(&config.system_prompt);
     let interrupted: Vec<String> = folded.interrupted.iter().map(|(id, _)| id.clone()).collect();
     if let Some((_, message)) = folded.interrupted.last() {
         conv.repair("not run: the worker stopped before this tool call finished");

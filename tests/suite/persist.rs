@@ -72,6 +72,27 @@ async fn a_session_resumed_in_a_new_process_carries_its_earlier_turns() {
 }
 
 #[tokio::test]
+async fn resume_keeps_the_system_prompt_without_a_workspace_listing() {
+    let mock = MockServer::start(vec![Reply::text(&["Noted."]), Reply::text(&["Yes."])]).await;
+    let quiet = json!({"workspace_listing": false});
+    let (mut w, ok) = Worker::ready(&mock.base_url(), &[], quiet.clone()).await;
+    let sid = ok["session_id"].as_str().unwrap().to_owned();
+    w.write(json!({"type": "send", "id": "1", "message": "Remember 7."})).await;
+    assert_eq!(w.result_for("1").await.1["status"], "ok");
+    w.write(json!({"type": "shutdown", "id": "2"})).await;
+    w.until(|v| v["type"] == "shutdown_ok").await;
+    let mut resume = quiet;
+    resume["resume_session_id"] = json!(sid);
+    resume["system_prompt"] = json!("A different prompt that must not replace the stored one.");
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], resume).await;
+    w.write(json!({"type": "send", "id": "3", "message": "Still there?"})).await;
+    assert_eq!(w.result_for("3").await.1["status"], "ok");
+    let turns = conversation(&chat_requests(&mock)[1]);
+    assert_eq!(turns[0], ("system".to_owned(), "You are a test.".to_owned()), "{turns:?}");
+    assert_eq!(turns.len(), 4, "{turns:?}");
+}
+
+#[tokio::test]
 async fn after_kill_9_mid_send_the_history_is_intact_and_the_send_reported_interrupted() {
     let mock = MockServer::start(vec![
         Reply::tool("read_file", json!({"file_path": "notes.txt"})),
