@@ -282,6 +282,11 @@ impl Session {
             queue_length: Some(q.waiting.len() as u64),
             interrupted: Some(self.shared.interrupted.clone()).filter(|i| !i.is_empty()),
             sandbox: Some(self.shared.config.sandbox.describe()),
+            store: self
+                .shared
+                .journal
+                .as_ref()
+                .map(|j| if j.failure().is_some() { "degraded" } else { "ok" }.to_owned()),
             budget: self.shared.meter.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|m| m.status()),
         }
     }

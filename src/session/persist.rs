@@ -18,6 +18,7 @@ use crate::conversation::Conversation;
 use crate::store::fold::fold;
 use crate::store::{Body, Journal};
 use crate::wire::InitConfig;
+use crate::wire::ProtocolVersion::V0_3;
 
 /// What [`open_log`] set up.
 pub(super) struct Opened {
@@ -47,7 +48,7 @@ pub(super) async fn open_log(
         let mut conv = Conversation::new(&config.system_prompt, count);
         let Some(store) = store else { return Ok(Opened { conv, journal: None, interrupted: Vec::new() }) };
         let journal = match store.claim(&config.session_id).await {
-            Ok(epoch) => Journal::start(store, &config.session_id, epoch, 0),
+            Ok(epoch) => Journal::start(store, &config.session_id, epoch, 0).reporting(config.version >= V0_3),
             Err(e) => {
                 tracing::warn!(session_id = %config.session_id, "the session will not be logged: {e}");
                 return Ok(Opened { conv, journal: None, interrupted: Vec::new() });
@@ -74,7 +75,7 @@ pub(super) async fn open_log(
     let epoch = store.claim(&id).await.map_err(|e| resume_error(&id)(e.into()))?;
     config.session_id = id.clone();
     config.correlation.session_id = Some(Arc::from(id.as_str()));
-    let journal = Journal::start(store, &id, epoch, folded.last_frame);
+    let journal = Journal::start(store, &id, epoch, folded.last_frame).reporting(config.version >= V0_3);
     journal.record(Body::Resume { pid: std::process::id(), host: host() });
     if folded.unreadable > 0 {
         tracing::warn!(session_id = %id, skipped = folded.unreadable, "stored messages this build cannot read");

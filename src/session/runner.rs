@@ -128,6 +128,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         stop_reason: Some(stop),
         verification: stats.verification.take(),
         structured_output: stats.structured_output.take(),
+        durable: None,
         calls_completed: stats.calls_completed,
         correlation: config.correlation.clone(),
     };

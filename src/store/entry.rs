@@ -53,6 +53,10 @@ pub enum Body {
     /// Consecutive emitted lines logged together (what a journal batch
     /// held), in frame order.
     Lines { lines: Vec<LineOf> },
+    /// Entries that never reached the store: while it failed, more was
+    /// handed in than the journal holds for a retry, and the oldest were
+    /// dropped. Written when the store works again, where they were.
+    Gap { entries: u64, cause: String },
 }
 
 /// One line of a [`Body::Lines`] entry: the fields of a `line` body.
@@ -115,6 +119,7 @@ impl NewEntry {
             Body::Send { .. } => "send",
             Body::Line { .. } => "line",
             Body::Lines { .. } => "lines",
+            Body::Gap { .. } => "gap",
         };
         let body = serde_json::to_string(body).ok()?;
         Some(NewEntry { n, at_ms, kind, body })

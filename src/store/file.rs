@@ -42,6 +42,9 @@ struct Log {
     /// Opened by [`FileStore::claim`] (a live session), not just by an
     /// append.
     claimed: bool,
+    /// Bytes of whole lines in the file: where a failed write's partial
+    /// line is cut back to.
+    len: u64,
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
@@ -106,7 +109,12 @@ impl FileStore {
         file.read_to_end(&mut text).map_err(io("read", &path))?;
         let (entries, good_len) = parse(&text, &path)?;
         if good_len < text.len() {
-            tracing::warn!(path = %path.display(), bytes = text.len() - good_len, "dropping a torn last line");
+            tracing::warn!(
+                path = %path.display(),
+                offset = good_len,
+                bytes = text.len() - good_len,
+                "dropping a torn last line (truncating the log at this byte offset)"
+            );
             file.set_len(good_len as u64).map_err(io("truncate", &path))?;
             file.seek(std::io::SeekFrom::End(0)).map_err(io("seek", &path))?;
         }
@@ -116,7 +124,7 @@ impl FileStore {
             *max = (*max).max(e.n);
         }
         let next_seq = entries.last().map_or(1, |e| e.seq + 1);
-        Ok(Log { file, path, next_seq, writers, claimed: false })
+        Ok(Log { file, path, next_seq, writers, claimed: false, len: good_len as u64 })
     }
 
     /// See [`super::Store::claim`].
@@ -151,7 +159,17 @@ impl FileStore {
         }
         let path = log.path.clone();
         if !text.is_empty() {
-            log.file.write_all(text.as_bytes()).map_err(io("append to", &path))?;
+            if let Err(e) = log.file.write_all(text.as_bytes()) {
+                // Disk full mid-line: cut the partial line away at once, so
+                // the log stays whole lines (the entries are kept by the
+                // journal and appended again).
+                let cut = log.file.set_len(log.len);
+                if let Err(c) = &cut {
+                    tracing::error!(path = %path.display(), "cannot cut a partial line after a failed write: {c}");
+                }
+                return Err(io("append to", &path)(e));
+            }
+            log.len += text.len() as u64;
             log.next_seq = seq;
             if let Some(top) = top {
                 log.writers.insert(writer.to_owned(), top);

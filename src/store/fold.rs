@@ -51,6 +51,9 @@ pub fn fold(entries: &[Stored]) -> Folded {
             Body::Message { message } => raw.push(message),
             Body::History { messages } => raw = messages.iter().collect(),
             Body::Send { send_id, message, .. } => open.push((send_id.clone(), message.clone())),
+            // What a gap lost is not known; a send whose result was in it
+            // reads as interrupted, which is the honest reading.
+            Body::Gap { .. } => {}
             Body::Line { .. } | Body::Lines { .. } => {
                 for (frame, send_id, event, _) in e.lines() {
                     f.last_frame = f.last_frame.max(frame);

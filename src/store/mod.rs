@@ -47,9 +47,20 @@ pub enum StoreError {
     /// after a crash is dropped instead).
     #[error("{path}: line {line} is not a session log entry: {message}")]
     Corrupt { path: PathBuf, line: usize, message: String },
-    /// The database refused or failed.
-    #[error("postgres: {0}")]
-    Postgres(String),
+    /// The database refused or failed; `code` is its SQLSTATE when it
+    /// sent one (none for a lost connection or a pool error).
+    #[error("postgres{}: {message}", code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    Postgres { code: Option<String>, message: String },
+    /// A store call did not finish within the store's timeout
+    /// (`PIRN_STORE_TIMEOUT_MS`, default 10 s).
+    #[error("{op} timed out after {} ms", after.as_millis())]
+    Timeout { op: &'static str, after: std::time::Duration },
+    /// The store failed moments ago and is not tried again yet.
+    #[error("the store is failing: {0}")]
+    Unavailable(String),
+    /// `PIRN_STORE` or `PIRN_TENANT` cannot be used.
+    #[error("{0}")]
+    Config(String),
     /// No session with this id is stored (for this tenant).
     #[error("no stored session {0:?}")]
     NotFound(String),
@@ -65,15 +76,26 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Whether trying the same operation again may succeed (a lost database
-    /// connection, an interrupted write); appends are idempotent, so a
-    /// retried append is safe.
+    /// Whether trying the same operation again may succeed; appends are
+    /// idempotent, so a retried append is safe. Postgres errors follow the
+    /// SQLSTATE class: connection exceptions (08), serialization failures
+    /// and deadlocks (40001, 40P01), shutdowns (57P01–57P03), insufficient
+    /// resources (53) and errors without a code (a lost connection) are
+    /// retried; constraint violations (23), syntax and access errors (42)
+    /// and the rest are not.
     pub fn is_retryable(&self) -> bool {
         match self {
-            StoreError::Io { source, .. } => {
-                matches!(source.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock)
+            StoreError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            StoreError::Postgres { code: None, .. } => true,
+            StoreError::Postgres { code: Some(c), .. } => {
+                c.starts_with("08")
+                    || c.starts_with("53")
+                    || matches!(c.as_str(), "40001" | "40P01" | "57P01" | "57P02" | "57P03")
             }
-            StoreError::Postgres(_) => true,
+            StoreError::Timeout { .. } | StoreError::Unavailable(_) => true,
             _ => false,
         }
     }
@@ -153,13 +175,16 @@ impl Store {
         check_id(&tenant)?;
         match get("PIRN_STORE").filter(|s| !s.is_empty()) {
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                Ok(Some(Store::Postgres(Arc::new(postgres::PgStore::connect(&url, &tenant).await?))))
+                let timeout = get("PIRN_STORE_TIMEOUT_MS")
+                    .and_then(|v| v.parse().ok())
+                    .map_or(postgres::DEFAULT_TIMEOUT, std::time::Duration::from_millis);
+                Ok(Some(Store::Postgres(Arc::new(postgres::PgStore::connect(&url, &tenant, timeout).await?))))
             }
             Some(path) if path.starts_with("file:") || path.starts_with('/') => {
                 let root = PathBuf::from(path.trim_start_matches("file:"));
                 Ok(Some(Store::File(Arc::new(file::FileStore::new(root, &tenant)))))
             }
-            Some(other) => Err(StoreError::Postgres(format!(
+            Some(other) => Err(StoreError::Config(format!(
                 "PIRN_STORE={other:?}: expected postgres://…, file:/dir or an absolute directory"
             ))),
             None => Ok(Some(Store::File(Arc::new(file::FileStore::new(home(get).join("sessions"), &tenant))))),

@@ -94,10 +94,10 @@ $$;
 
 /// An arbitrary constant naming pirn's schema lock.
 const SCHEMA_LOCK: i64 = 0x7069_726e;
-/// Longest wait to connect or for a pooled connection: a database that
-/// does not answer fails the operation (retried by the journal) instead of
-/// hanging it.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// The default bound of every store call (`PIRN_STORE_TIMEOUT_MS`): a
+/// database that does not answer fails the call (the journal then goes on
+/// in memory) instead of hanging it; also the server's statement_timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The session id of a broadcast that means "reload whatever you follow"
 /// (sent after the LISTEN connection was re-established).
 pub const RESYNC: &str = "";
@@ -107,40 +107,68 @@ const CHANNEL: &str = "pirn_entries";
 /// See the module doc.
 pub struct PgStore {
     pool: Pool,
+    /// Every call's client-side bound (also the server's statement_timeout).
+    timeout: Duration,
     config: tokio_postgres::Config,
     tenant: String,
     owner: String,
     watch: OnceCell<broadcast::Sender<Appended>>,
 }
 
-fn pg(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Postgres(e.to_string())
+/// A database error with its SQLSTATE, found on `e` or its sources (a
+/// pool error wraps the driver's).
+fn pg<E: std::error::Error + 'static>(e: E) -> StoreError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    let mut code = None;
+    while let Some(err) = source {
+        if let Some(db) = err.downcast_ref::<tokio_postgres::Error>().and_then(|d| d.code()) {
+            code = Some(db.code().to_owned());
+            break;
+        }
+        source = err.source();
+    }
+    StoreError::Postgres { code, message: e.to_string() }
+}
+
+/// Runs one store call under the client-side timeout.
+async fn timed<T>(
+    op: &'static str,
+    after: Duration,
+    call: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(after, call).await.unwrap_or(Err(StoreError::Timeout { op, after }))
 }
 
 impl PgStore {
     /// Connects to `url` and creates the schema if it is missing.
-    pub async fn connect(url: &str, tenant: &str) -> Result<PgStore, StoreError> {
+    pub async fn connect(url: &str, tenant: &str, timeout: Duration) -> Result<PgStore, StoreError> {
         let mut config: tokio_postgres::Config = url.parse().map_err(pg)?;
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(TIMEOUT);
+            config.connect_timeout(timeout);
+        }
+        if config.get_options().is_none() {
+            config.options(format!("-c statement_timeout={}", timeout.as_millis()));
         }
         let manager =
             Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(16)
             .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(TIMEOUT))
-            .create_timeout(Some(TIMEOUT))
+            .wait_timeout(Some(timeout))
+            .create_timeout(Some(timeout))
             .build()
             .map_err(pg)?;
-        let mut client = pool.get().await.map_err(pg)?;
-        let tx = client.transaction().await.map_err(pg)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await.map_err(pg)?;
-        tx.batch_execute(SCHEMA).await.map_err(pg)?;
-        tx.commit().await.map_err(pg)?;
+        timed("create the schema", timeout, async {
+            let mut client = pool.get().await.map_err(pg)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await.map_err(pg)?;
+            tx.batch_execute(SCHEMA).await.map_err(pg)?;
+            tx.commit().await.map_err(pg)
+        })
+        .await?;
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let owner = format!("{}:{}", host.trim(), std::process::id());
-        Ok(PgStore { pool, config, tenant: tenant.to_owned(), owner, watch: OnceCell::new() })
+        Ok(PgStore { pool, timeout, config, tenant: tenant.to_owned(), owner, watch: OnceCell::new() })
     }
 
     /// The tenant this store reads and writes.
@@ -150,6 +178,10 @@ impl PgStore {
 
     /// See [`super::Store::claim`].
     pub async fn claim(&self, id: &str) -> Result<u64, StoreError> {
+        timed("claim the session", self.timeout, self.claim_now(id)).await
+    }
+
+    async fn claim_now(&self, id: &str) -> Result<u64, StoreError> {
         let client = self.pool.get().await.map_err(pg)?;
         let now = now_ms() as i64;
         let row = client
@@ -178,13 +210,23 @@ impl PgStore {
                 .await
                 .map_err(pg)
         };
-        if let Err(e) = released.await {
+        if let Err(e) = timed("release the session", self.timeout, released).await {
             tracing::warn!(session_id = id, "releasing the session: {e}");
         }
     }
 
     /// See [`super::Store::append`].
     pub async fn append(
+        &self,
+        id: &str,
+        epoch: Option<u64>,
+        writer: &str,
+        entries: &[NewEntry],
+    ) -> Result<u64, StoreError> {
+        timed("append to the session log", self.timeout, self.append_now(id, epoch, writer, entries)).await
+    }
+
+    async fn append_now(
         &self,
         id: &str,
         epoch: Option<u64>,
@@ -211,6 +253,10 @@ impl PgStore {
 
     /// See [`super::Store::load`].
     pub async fn load(&self, id: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
+        timed("load the session log", self.timeout, self.load_now(id, after)).await
+    }
+
+    async fn load_now(&self, id: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
         let client = self.pool.get().await.map_err(pg)?;
         let rows = client
             .query(
@@ -245,6 +291,10 @@ impl PgStore {
 
     /// See [`super::Store::list`].
     pub async fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        timed("list sessions", self.timeout, self.list_now()).await
+    }
+
+    async fn list_now(&self) -> Result<Vec<SessionInfo>, StoreError> {
         let client = self.pool.get().await.map_err(pg)?;
         let rows = client
             .query(
@@ -282,6 +332,10 @@ impl PgStore {
     /// See [`super::Store::delete`]. A claimed session is deleted too (a
     /// killed host never releases its claims).
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        timed("delete the session", self.timeout, self.delete_now(id)).await
+    }
+
+    async fn delete_now(&self, id: &str) -> Result<bool, StoreError> {
         let mut client = self.pool.get().await.map_err(pg)?;
         let tx = client.transaction().await.map_err(pg)?;
         tx.execute("DELETE FROM pirn_entries WHERE tenant = $1 AND session_id = $2", &[&self.tenant, &id])
@@ -306,8 +360,8 @@ impl PgStore {
                 tokio::spawn(listen(self.config.clone(), self.tenant.clone(), tx.clone(), ready));
                 // Subscribers must not miss what is stored after they
                 // subscribe: wait until LISTEN is in force (bounded).
-                if tokio::time::timeout(TIMEOUT, listening).await.is_err() {
-                    tracing::warn!("postgres LISTEN not ready after {TIMEOUT:?}; followers may lag");
+                if tokio::time::timeout(self.timeout, listening).await.is_err() {
+                    tracing::warn!("postgres LISTEN not ready after {:?}; followers may lag", self.timeout);
                 }
                 tx
             })

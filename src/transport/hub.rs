@@ -135,10 +135,36 @@ impl Hub {
 
     /// Numbers, logs and fans out `msg`; a result only once it is durable.
     async fn publish(&self, msg: OutgoingMessage) {
-        let Some((frame, durable)) = self.prepare(msg) else { return };
-        if let Some(durable) = durable {
-            super::tap::wait(durable).await;
+        let room = self.lock().tap.room_check();
+        if let Some(room) = room {
+            room.room().await;
         }
+        let Some((frame, durable, msg)) = self.prepare(msg) else { return };
+        let mut frame = frame;
+        let mut after = None;
+        if let Some(durable) = durable
+            && let Err(cause) = super::tap::wait(durable).await
+        {
+            // Frame ids only grow: the store_error frame follows the result.
+            let mut msg = msg;
+            let event = self.lock().tap.not_durable(&mut msg, &cause);
+            if let Some(event) = event {
+                let data = serde_json::to_string(&msg).unwrap_or_default();
+                let f = &*frame;
+                frame = Arc::new(Frame { id: f.id, event: f.event, data, send_id: f.send_id.clone(), is_result: true });
+                after = Some(event);
+            }
+        }
+        self.push(frame);
+        if let Some(event) = after
+            && let Some((frame, _, _)) = self.prepare(event)
+        {
+            self.push(frame);
+        }
+    }
+
+    /// Adds a frame to the replay ring and the live stream.
+    fn push(&self, frame: Arc<Frame>) {
         let mut inner = self.lock();
         if inner.ring.len() == RING_CAPACITY {
             inner.ring.pop_front();
@@ -150,7 +176,7 @@ impl Hub {
         }
     }
 
-    fn prepare(&self, mut msg: OutgoingMessage) -> Option<(Arc<Frame>, Option<Durable>)> {
+    fn prepare(&self, mut msg: OutgoingMessage) -> Option<(Arc<Frame>, Option<Durable>, OutgoingMessage)> {
         let mut inner = self.lock();
         inner.seq.stamp(&mut msg);
         let (send_id, is_result) = match &msg {
@@ -166,7 +192,7 @@ impl Hub {
             }
         };
         let (id, durable) = inner.tap.line(&msg, data.as_bytes());
-        Some((Arc::new(Frame { id, event: msg.name(), data, send_id, is_result }), durable))
+        Some((Arc::new(Frame { id, event: msg.name(), data, send_id, is_result }), durable, msg))
     }
 
     /// Frames after `last_id` (none are replayed when `None`) and a live

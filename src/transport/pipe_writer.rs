@@ -104,22 +104,31 @@ async fn write_loop(
 ) -> Option<io::Error> {
     let mut seq = Sequencer::default();
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut durable = Vec::new();
     while let Some(first) = rx.recv().await {
         buf.clear();
         let mut next = Some(first);
         while let Some(mut m) = next.take() {
+            tap.room().await;
             let start = buf.len();
             encode_line(&mut seq, &mut m, &mut buf);
             let json = buf[start..].strip_suffix(b"\n").unwrap_or(&buf[start..]);
-            durable.extend(tap.line(&m, json).1);
+            // A result leaves only once it is logged durably (it ends the
+            // batch), or says it is not.
+            if let Some(d) = tap.line(&m, json).1 {
+                if let Err(cause) = super::tap::wait(d).await
+                    && let Some(mut event) = tap.not_durable(&mut m, &cause)
+                {
+                    buf.truncate(start);
+                    encode_line(&mut seq, &mut event, &mut buf);
+                    let json = buf[start..].strip_suffix(b"\n").unwrap_or(&buf[start..]);
+                    tap.line(&event, json);
+                    super::writer::reencode(&m, &mut buf);
+                }
+                break;
+            }
             if buf.len() < BATCH_BYTES {
                 next = rx.try_recv().ok();
             }
-        }
-        // A result leaves only once it is logged durably.
-        for d in durable.drain(..) {
-            super::tap::wait(d).await;
         }
         if let Err(e) = write_all(&fd, &buf).await {
             tracing::debug!("stdout closed: {e}");

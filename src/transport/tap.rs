@@ -4,7 +4,10 @@
 //! SSE `id` over HTTP, and the `frame` of a logged line on stdio; a resumed
 //! session numbers on after its log's last frame), and the durability rule:
 //! a `result` line is handed in and the writer gets a [`Durable`] to wait
-//! on before the line leaves the process.
+//! on before the line leaves the process. When the log could not store it,
+//! a 0.3.0 result says so ([`Tap::not_durable`]: `durable: false` and a
+//! `store_error` event); a 0.2.0 result is unchanged and the log (stderr)
+//! records the loss.
 //!
 //! The journal is attached after the writer starts (a session opens after
 //! its writer, at `init`), through a [`JournalSlot`].
@@ -15,41 +18,49 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::store::Journal;
-use crate::wire::OutgoingMessage;
+use crate::store::journal::Durability;
+use crate::wire::{Event, EventMsg, OutgoingMessage};
 
 /// Set once, when the session opens with a journal.
 pub type JournalSlot = Arc<OnceLock<Journal>>;
 
-/// Resolves once a `result` line is durable (an error means the journal
-/// is gone: nothing to wait for).
-pub type Durable = oneshot::Receiver<()>;
+/// Resolves with whether a `result` line and everything before it are
+/// durable (`Err` names the store's failure).
+pub type Durable = oneshot::Receiver<Durability>;
 
 /// Longest a result waits for its log entry to be durable; then it is
-/// written anyway (a result is never lost to a slow or hung store).
+/// written anyway, saying it is not (a result is never lost to a slow or
+/// hung store).
 pub const DURABLE_TIMEOUT: Duration = Duration::from_secs(10);
 
+fn settled(r: Result<Durability, oneshot::error::RecvError>) -> Durability {
+    r.unwrap_or_else(|_| Err(Arc::from("the session log is closed")))
+}
+
+fn timed_out() -> Durability {
+    tracing::error!("the session log did not confirm a result within {DURABLE_TIMEOUT:?}; writing it anyway");
+    Err(Arc::from(format!("the session log did not confirm the result within {} s", DURABLE_TIMEOUT.as_secs())))
+}
+
 /// Awaits `d` for at most [`DURABLE_TIMEOUT`].
-pub async fn wait(d: Durable) {
-    if tokio::time::timeout(DURABLE_TIMEOUT, d).await.is_err() {
-        tracing::error!("the session log did not confirm a result within {DURABLE_TIMEOUT:?}; writing it anyway");
+pub async fn wait(d: Durable) -> Durability {
+    match tokio::time::timeout(DURABLE_TIMEOUT, d).await {
+        Ok(r) => settled(r),
+        Err(_) => timed_out(),
     }
 }
 
 /// As [`wait`], from a thread outside the runtime.
-pub fn wait_blocking(mut d: Durable) {
+pub fn wait_blocking(mut d: Durable) -> Durability {
     let deadline = std::time::Instant::now() + DURABLE_TIMEOUT;
     loop {
         match d.try_recv() {
             Err(oneshot::error::TryRecvError::Empty) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_micros(200));
             }
-            Err(oneshot::error::TryRecvError::Empty) => {
-                tracing::error!(
-                    "the session log did not confirm a result within {DURABLE_TIMEOUT:?}; writing it anyway"
-                );
-                return;
-            }
-            _ => return,
+            Err(oneshot::error::TryRecvError::Empty) => return timed_out(),
+            Ok(r) => return r,
+            Err(oneshot::error::TryRecvError::Closed) => return Err(Arc::from("the session log is closed")),
         }
     }
 }
@@ -94,5 +105,47 @@ impl Tap {
         journal.line(frame, send_id, msg.name(), data);
         let durable = matches!(msg, OutgoingMessage::Result(_)).then(|| journal.durable());
         (frame, durable)
+    }
+
+    /// Hands in the lines' room check: blocks (from a writer thread) while
+    /// the journal's queue is full. See [`Journal::room`].
+    pub fn room_blocking(&self) {
+        if let Some(j) = self.slot.get() {
+            j.room_blocking();
+        }
+    }
+
+    /// The journal's room check for async writers. See [`Journal::room`].
+    pub async fn room(&self) {
+        if let Some(j) = self.slot.get() {
+            j.room().await;
+        }
+    }
+
+    /// The journal to await [`Journal::room`] on, for a writer that cannot
+    /// hold its tap across the wait.
+    pub fn room_check(&self) -> Option<Journal> {
+        self.slot.get().cloned()
+    }
+
+    /// A result whose durability failed with `cause`: for a 0.3.0 session
+    /// marks it `durable: false` and returns the `store_error` event that
+    /// goes with it (numbered by the caller); `None` for a 0.2.0 session,
+    /// whose result stays as heddle's document has it.
+    pub fn not_durable(&self, msg: &mut OutgoingMessage, cause: &str) -> Option<OutgoingMessage> {
+        tracing::error!("a result leaves without its session log entries: {cause}");
+        let reports = self.slot.get().is_some_and(|j| j.reports());
+        let OutgoingMessage::Result(r) = msg else { return None };
+        if !reports {
+            return None;
+        }
+        r.durable = Some(false);
+        let event = Event::StoreError { message: format!("the session log could not store this send: {cause}") };
+        Some(OutgoingMessage::Event(EventMsg {
+            event,
+            event_seq: 0,
+            send_id: Arc::from(r.id.as_str()),
+            correlation: r.correlation.clone(),
+        }))
     }
 }

@@ -90,16 +90,31 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format:
     let mut line: Vec<u8> = Vec::with_capacity(4096);
     let mut report = WriterReport::default();
     while let Some(mut msg) = rx.blocking_recv() {
+        tap.room_blocking();
         line.clear();
         encode_line(&mut seq, &mut msg, &mut line);
         let (_, durable) = tap.line(&msg, line.strip_suffix(b"\n").unwrap_or(&line));
-        if let Some(durable) = durable {
-            super::tap::wait_blocking(durable);
+        let mut written = Ok(());
+        if let Some(durable) = durable
+            && let Err(cause) = super::tap::wait_blocking(durable)
+            && let Some(mut event) = tap.not_durable(&mut msg, &cause)
+        {
+            // The store_error event goes first; the result is written again
+            // with `durable: false`.
+            let mut ev_line = Vec::new();
+            encode_line(&mut seq, &mut event, &mut ev_line);
+            tap.line(&event, ev_line.strip_suffix(b"\n").unwrap_or(&ev_line));
+            written = match format {
+                Format::Jsonl => out.write_all(&ev_line),
+                Format::Text | Format::Document => write_text(&mut out, &event, format),
+            };
+            line.clear();
+            reencode(&msg, &mut line);
         }
-        let written = match format {
+        let written = written.and_then(|()| match format {
             Format::Jsonl => out.write_all(&line),
             Format::Text | Format::Document => write_text(&mut out, &msg, format),
-        };
+        });
         if let OutgoingMessage::Result(r) = msg {
             report.last_result = Some(r);
         }
@@ -119,6 +134,14 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format:
 /// Numbers `msg` (events) and appends it to `out` as one JSON line.
 pub(crate) fn encode_line(seq: &mut Sequencer, msg: &mut OutgoingMessage, out: &mut Vec<u8>) {
     seq.stamp(msg);
+    match serde_json::to_writer(&mut *out, msg) {
+        Ok(()) => out.push(b'\n'),
+        Err(e) => tracing::error!("cannot serialise a response: {e}"),
+    }
+}
+
+/// Serialises `msg` again (after a change), without stamping it.
+pub(crate) fn reencode(msg: &OutgoingMessage, out: &mut Vec<u8>) {
     match serde_json::to_writer(&mut *out, msg) {
         Ok(()) => out.push(b'\n'),
         Err(e) => tracing::error!("cannot serialise a response: {e}"),
@@ -146,6 +169,10 @@ fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage, format: Format) -> i
             }
             Event::Error { code, message, .. } => {
                 eprintln!("[error] {code:?}: {message}");
+                Ok(())
+            }
+            Event::StoreError { message } => {
+                eprintln!("[store] {message}");
                 Ok(())
             }
             _ => Ok(()),

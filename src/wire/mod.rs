@@ -166,7 +166,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
                 *request_id = None;
                 *args = None;
             }
-            Event::Retry { .. } => return false,
+            Event::Retry { .. } | Event::StoreError { .. } => return false,
             Event::Usage(u) => u.cached_tokens = None,
             Event::ContextCompact { tokens_before, tokens_after, summary_tokens } => {
                 *tokens_before = None;
@@ -183,6 +183,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             r.stop_reason = None;
             r.verification = None;
             r.structured_output = None;
+            r.durable = None;
             if let Some(e) = &mut r.error {
                 e.code = heddle_code(e.code);
                 heddle_details(&mut e.details);
@@ -204,6 +205,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             s.interrupted = None;
             s.sandbox = None;
             s.budget = None;
+            s.store = None;
         }
         OutgoingMessage::InitOk(i) => i.sandbox = None,
         OutgoingMessage::ShutdownOk(_) => {}
@@ -243,25 +245,38 @@ pub struct Sequencer {
     /// `(send_id, next_seq)` for sends that have events but no result yet.
     /// At most one send runs at a time, so this stays tiny.
     open: Vec<(Arc<str>, u64)>,
+    /// The send whose result was stamped last, and its next number: a
+    /// `store_error` event found while that result waited is written before
+    /// it and numbered on.
+    closed: Option<(Arc<str>, u64)>,
 }
 
 impl Sequencer {
     /// Stamps `message` in place: events get the next number of their send;
     /// a result closes its send's counter.
     pub fn stamp(&mut self, message: &mut OutgoingMessage) {
+        let closed = self.closed.take();
         match message {
             OutgoingMessage::Event(ev) => {
                 let slot = match self.open.iter().position(|(id, _)| *id == ev.send_id) {
                     Some(i) => i,
                     None => {
-                        self.open.push((ev.send_id.clone(), 0));
+                        let next = match &closed {
+                            Some((id, next)) if *id == ev.send_id => *next,
+                            _ => 0,
+                        };
+                        self.open.push((ev.send_id.clone(), next));
                         self.open.len() - 1
                     }
                 };
                 ev.event_seq = self.open[slot].1;
                 self.open[slot].1 += 1;
             }
-            OutgoingMessage::Result(r) => self.open.retain(|(id, _)| **id != *r.id),
+            OutgoingMessage::Result(r) => {
+                if let Some(i) = self.open.iter().position(|(id, _)| **id == *r.id) {
+                    self.closed = Some(self.open.swap_remove(i));
+                }
+            }
             _ => {}
         }
     }
@@ -354,7 +369,17 @@ mod tests {
         let mut done =
             OutgoingMessage::Result(SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default()));
         s.stamp(&mut done);
-        let mut again = ev("a");
+        // Right after its result, an event of the send (store_error)
+        // numbers on; after any other line, a counter starts over.
+        let mut store_error = ev("a");
+        s.stamp(&mut store_error);
+        assert!(matches!(store_error, OutgoingMessage::Event(EventMsg { event_seq: 3, .. })));
+        let mut done =
+            OutgoingMessage::Result(SendResult::error("b", ErrorEnvelope::cancelled(), Correlation::default()));
+        s.stamp(&mut done);
+        let mut other = ev("c");
+        s.stamp(&mut other);
+        let mut again = ev("b");
         s.stamp(&mut again);
         assert!(matches!(again, OutgoingMessage::Event(EventMsg { event_seq: 0, .. })));
     }

@@ -140,6 +140,10 @@ pub enum Event {
     /// 0.3.0: a model request failed with a retried status (429/503) and is
     /// sent again after `wait_ms`; `attempt` is the try about to start (2, 3).
     Retry { attempt: u32, wait_ms: u64, status: Option<u16> },
+    /// 0.3.0: the session log could not store what led to the result that
+    /// follows (disk full, I/O error, database down or past its timeout);
+    /// `message` names the cause. The session goes on in memory.
+    StoreError { message: String },
 }
 
 impl Event {
@@ -156,6 +160,7 @@ impl Event {
             Event::PlanComplete { .. } => "plan_complete",
             Event::Heartbeat { .. } => "heartbeat",
             Event::Retry { .. } => "retry",
+            Event::StoreError { .. } => "store_error",
             Event::ContextPrune { .. } => "context_prune",
             Event::ContextCompact { .. } => "context_compact",
         }
@@ -234,6 +239,11 @@ pub struct SendResult {
     /// the raw text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Value>,
+    /// 0.3.0: `false` when the session is logged and the log could not
+    /// store this send's entries (a `store_error` event names why); absent
+    /// otherwise: a logged session's result leaves only once durable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<bool>,
     /// Model calls that returned a completion (`iterations` counts every
     /// call started). Not on the wire: a 0.2.0 client's `iterations` is
     /// this number, as heddle counts.
@@ -299,6 +309,7 @@ impl SendResult {
             stop_reason: None,
             verification: None,
             structured_output: None,
+            durable: None,
             calls_completed: 0,
             correlation,
         }
@@ -345,6 +356,11 @@ pub struct StatusOk {
     /// budgets (absent while no send runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetStatus>,
+    /// pirn extension (0.3.0): the session log, when the session is logged:
+    /// `ok`, or `degraded` while the store fails (the session goes on in
+    /// memory; the log catches up, or records a gap, when it works again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 /// 0.3.0 `status_ok.budget`: what the running send has spent so far.

@@ -81,6 +81,10 @@ async fn run_case(dir: &Path) -> (Vec<String>, Value, String) {
     let mut env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let tape_text = tape.display().to_string();
     env_refs.push(("PIRN_RECORD", &tape_text));
+    // As `pirn conform` replays them: no session log (env.json may say otherwise).
+    if !env.iter().any(|(k, _)| k == "PIRN_PERSIST") {
+        env_refs.push(("PIRN_PERSIST", "0"));
+    }
     let mock = MockServer::start(script).await;
     let mut w = Worker::spawn(&mock.base_url(), &env_refs).await;
     if dir.join("files").is_dir() {

@@ -24,6 +24,7 @@ mod protocol;
 mod run_cmd;
 mod security;
 mod store;
+mod store_faults;
 mod structured;
 mod terminals;
 mod tools;

@@ -58,6 +58,16 @@ impl Worker {
         Worker { child, stdin, lines: Some(BufReader::new(stdout).lines()), seen: Vec::new(), workspace }
     }
 
+    /// A worker from a prepared command (its stdio is set here).
+    pub fn from_command(mut cmd: Command) -> Worker {
+        let workspace = tempfile::tempdir().expect("tempdir");
+        cmd.current_dir(workspace.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("spawn pirn");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout");
+        Worker { child, stdin, lines: Some(BufReader::new(stdout).lines()), seen: Vec::new(), workspace }
+    }
+
     /// Spawns and initialises (protocol 0.3.0, so pirn's extensions show) with
     /// all six tools; returns the worker and init_ok.
     pub async fn ready(base_url: &str, envs: &[(&str, &str)], extra: Value) -> (Worker, Value) {
