@@ -18,6 +18,13 @@ pub struct ServeArgs {
     /// Seconds a send may wait in its session's queue.
     #[arg(long, default_value_t = 120)]
     queue_timeout_secs: u64,
+    /// Most live sessions; creating one more answers 503.
+    #[arg(long, default_value_t = 1000)]
+    max_sessions: usize,
+    /// A live session with no send and no request for this many seconds is
+    /// closed (its log kept: it can be resumed).
+    #[arg(long, default_value_t = 3600)]
+    session_idle_secs: u64,
     /// Serve terminals: muti's shell WebSocket and ACECode's console PTYs.
     /// They run commands without the approval gate; off by default.
     #[arg(long)]
@@ -106,6 +113,8 @@ impl ServeArgs {
             port,
             token: self.token.clone().or_else(|| std::env::var("PIRN_TOKEN").ok()),
             queue_timeout: std::time::Duration::from_secs(self.queue_timeout_secs),
+            max_sessions: self.max_sessions,
+            session_idle: std::time::Duration::from_secs(self.session_idle_secs.max(1)),
             terminals,
             trust: http::guard::Trust {
                 hosts: self.allow_host.iter().map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase()).collect(),

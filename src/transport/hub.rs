@@ -73,9 +73,23 @@ pub struct Hub {
     journal: JournalSlot,
     closing: CancellationToken,
     pump: Mutex<Option<JoinHandle<()>>>,
+    /// When the last frame was published ([`mono_ms`]).
+    last_frame_ms: std::sync::atomic::AtomicU64,
+}
+
+/// Milliseconds on the process's monotonic clock (from its first use): the
+/// clock of idle times.
+pub fn mono_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_millis() as u64
 }
 
 impl Hub {
+    /// When the last frame was published ([`mono_ms`]; 0 before any).
+    pub fn last_frame_ms(&self) -> u64 {
+        self.last_frame_ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A hub and the outbox a session writes into. The pump task runs until
     /// every outbox clone is dropped or [`Hub::close`] is called.
     pub fn start() -> (Arc<Hub>, Outbox) {
@@ -92,6 +106,7 @@ impl Hub {
             journal,
             closing: CancellationToken::new(),
             pump: Mutex::new(None),
+            last_frame_ms: std::sync::atomic::AtomicU64::new(0),
         });
         let pump = hub.clone();
         let handle = tokio::spawn(async move {
@@ -165,6 +180,7 @@ impl Hub {
 
     /// Adds a frame to the replay ring and the live stream.
     fn push(&self, frame: Arc<Frame>) {
+        self.last_frame_ms.store(mono_ms(), std::sync::atomic::Ordering::Relaxed);
         let mut inner = self.lock();
         if inner.ring.len() == RING_CAPACITY {
             inner.ring.pop_front();

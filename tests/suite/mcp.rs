@@ -187,7 +187,10 @@ impl rmcp::ClientHandler for Progress {
     }
 }
 
-fn mcp_transport(base: &str, token: Option<&str>) -> rmcp::transport::StreamableHttpClientTransport<reqwest::Client> {
+pub fn mcp_transport(
+    base: &str,
+    token: Option<&str>,
+) -> rmcp::transport::StreamableHttpClientTransport<reqwest::Client> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"));
     if let Some(t) = token {
@@ -196,7 +199,7 @@ fn mcp_transport(base: &str, token: Option<&str>) -> rmcp::transport::Streamable
     rmcp::transport::StreamableHttpClientTransport::with_client(super::http::client(), config)
 }
 
-fn call(name: &'static str, args: Value) -> rmcp::model::CallToolRequestParams {
+pub fn call(name: &'static str, args: Value) -> rmcp::model::CallToolRequestParams {
     let mut params = rmcp::model::CallToolRequestParams::new(name);
     params.arguments = args.as_object().cloned();
     params
@@ -233,13 +236,19 @@ async fn pirn_serve_is_an_mcp_server_for_the_official_client() {
     assert_eq!(first["model"], "mock-model");
     assert_eq!(first["messages"].as_array().unwrap().last().unwrap()["content"], "what is 6*7?");
 
-    // pirn_send continues the same session, which the REST API sees too.
+    // The run's session closed with it (its log kept); pirn_send continues
+    // it from the log and closes it again. The REST API sees it stored.
+    let c = super::http::client();
+    let (status, _) = super::http::call(c.get(format!("{}/v1/sessions/{sid}", d.base)).bearer_auth("tk")).await;
+    assert_eq!(status, 404, "not live after the run");
     let again = client.call_tool(call("pirn_send", json!({"session_id": sid, "message": "sure?"}))).await.unwrap();
     assert_eq!(text_of(&again), "still 42");
     assert_eq!(mock.requests()[1].body["messages"].as_array().unwrap().len(), 4);
-    let c = super::http::client();
-    let (status, body) = super::http::call(c.get(format!("{}/v1/sessions/{sid}", d.base)).bearer_auth("tk")).await;
-    assert_eq!((status, body["messages_count"].as_u64()), (200, Some(5)), "{body}");
+    let (status, body) =
+        super::http::call(c.get(format!("{}/v1/sessions/{sid}/messages", d.base)).bearer_auth("tk")).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, list) = super::http::call(c.get(format!("{}/v1/sessions", d.base)).bearer_auth("tk")).await;
+    assert!(list.to_string().contains(&sid), "{list}");
 
     // Errors: an unknown session, bad arguments, an unknown tool.
     assert!(client.call_tool(call("pirn_send", json!({"session_id": "nope", "message": "x"}))).await.is_err());

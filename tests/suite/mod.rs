@@ -23,6 +23,7 @@ mod persist;
 mod protocol;
 mod run_cmd;
 mod security;
+mod serve_bounds;
 mod store;
 mod store_faults;
 mod structured;

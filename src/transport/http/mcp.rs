@@ -5,8 +5,10 @@
 //! Owns: the two tools and how a call becomes a send.
 //! - `pirn_run {prompt, cwd?, tools?, model?}` opens a fresh session (the
 //!   same sessions as `POST /v1/sessions`, listed and followed the same
-//!   way), runs one send and returns its answer;
-//! - `pirn_send {session_id, message}` continues a live session.
+//!   way), runs one send, returns its answer and closes the session (its
+//!   log is kept);
+//! - `pirn_send {session_id, message}` continues a session: a live one
+//!   stays live; a stored one is resumed for the send and closed again.
 //!
 //! While the send runs, its streamed text goes out as
 //! `notifications/progress` (when the call carries a progress token); a
@@ -112,7 +114,8 @@ impl ServerHandler for PirnMcp {
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let bad = |e: serde_json::Error| ErrorData::invalid_params(format!("{}: {e}", request.name), None);
-        let (session, message) = match &*request.name {
+        // (session, message, whether this call opened it and closes it after)
+        let (session, message, ours) = match &*request.name {
             "pirn_run" => {
                 let a: RunArgs = serde_json::from_value(args).map_err(bad)?;
                 let all = || crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
@@ -126,16 +129,29 @@ impl ServerHandler for PirnMcp {
                     ..InitConfig::default()
                 };
                 let opened = super::sessions::open_session(&self.app, crate::wire::PROTOCOL_VERSION, config).await;
-                (opened.map_err(|e| ErrorData::invalid_params(e.message, None))?, a.prompt)
+                (opened.map_err(|e| ErrorData::invalid_params(e.message, None))?, a.prompt, true)
             }
             "pirn_send" => {
                 let a: SendArgs = serde_json::from_value(args).map_err(bad)?;
-                let s = self.app.get(&a.session_id).map_err(|e| ErrorData::invalid_params(e.message, None))?;
-                (s, a.message)
+                match self.app.get(&a.session_id) {
+                    Ok(s) => (s, a.message, false),
+                    Err(_) => {
+                        let resumed = super::sessions::resume_stored(&self.app, &a.session_id).await;
+                        (resumed.map_err(|e| ErrorData::invalid_params(e.message, None))?, a.message, true)
+                    }
+                }
             }
             other => return Err(ErrorData::invalid_params(format!("unknown tool {other:?}"), None)),
         };
-        Ok(run_send(&session, message, &context).await.into())
+        let result = run_send(&session, message, &context).await;
+        if ours {
+            // A session a call opened ends with the call: no session (and no
+            // open log file) is left behind per call.
+            let id = session.session.config().session_id.clone();
+            drop(session);
+            super::sessions::close_session(&self.app, &id).await;
+        }
+        Ok(result.into())
     }
 }
 

@@ -106,6 +106,10 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// How long a send may wait in a session's queue.
     pub queue_timeout: Duration,
+    /// Most live sessions (`--max-sessions`).
+    pub max_sessions: usize,
+    /// Idle time after which a live session is closed (`--session-idle-secs`).
+    pub session_idle: Duration,
     /// Terminals (`--terminals`); `None`: their routes answer 404.
     pub terminals: Option<TerminalOptions>,
     /// Who may reach the daemon and what sessions may ask for
@@ -118,6 +122,18 @@ pub struct ServeOptions {
 pub struct HttpSession {
     pub session: Session,
     pub hub: Arc<Hub>,
+    /// When a request last named it ([`crate::transport::hub::mono_ms`]).
+    pub touched_ms: std::sync::atomic::AtomicU64,
+}
+
+impl HttpSession {
+    /// True when nothing runs or waits and neither a request nor a frame
+    /// touched it for `idle`.
+    fn idle(&self, now_ms: u64, idle: Duration) -> bool {
+        let st = self.session.status(String::new());
+        let last = self.touched_ms.load(std::sync::atomic::Ordering::Relaxed).max(self.hub.last_frame_ms());
+        !st.active && st.queue_length.unwrap_or(0) == 0 && now_ms.saturating_sub(last) >= idle.as_millis() as u64
+    }
 }
 
 impl HttpSession {
@@ -138,6 +154,8 @@ pub struct App {
     token: Option<String>,
     shutdown: CancellationToken,
     queue_timeout: Duration,
+    max_sessions: usize,
+    session_idle: Duration,
     env: Environment,
     terminals: Option<Arc<Terminals>>,
     /// Webhook inboxes of the live sessions.
@@ -155,12 +173,41 @@ pub struct App {
 
 impl App {
     fn get(&self, id: &str) -> Result<Arc<HttpSession>, ApiError> {
-        self.sessions
+        let s = self
+            .sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
             .cloned()
-            .ok_or_else(|| ApiError::not_found(format!("no session {id:?}")))
+            .ok_or_else(|| ApiError::not_found(format!("no session {id:?}")))?;
+        s.touched_ms.store(self.now_ms(), std::sync::atomic::Ordering::Relaxed);
+        Ok(s)
+    }
+
+    /// The clock of idle times.
+    fn now_ms(&self) -> u64 {
+        crate::transport::hub::mono_ms()
+    }
+
+    /// Closes the live sessions idle for `--session-idle-secs`, every
+    /// tenth of that time, until the daemon stops.
+    async fn reap_idle(self: Arc<Self>) {
+        let every = (self.session_idle / 10).clamp(Duration::from_millis(50), Duration::from_secs(60));
+        loop {
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            let now = self.now_ms();
+            let idle: Vec<String> = {
+                let table = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+                table.iter().filter(|(_, s)| s.idle(now, self.session_idle)).map(|(id, _)| id.clone()).collect()
+            };
+            for id in idle {
+                tracing::info!(session_id = %id, "closing an idle session (its log is kept)");
+                sessions::close_session(&self, &id).await;
+            }
+        }
     }
 
     fn all(&self) -> Vec<Arc<HttpSession>> {
@@ -210,6 +257,8 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         token: opts.token.filter(|t| !t.is_empty()),
         shutdown: CancellationToken::new(),
         queue_timeout: opts.queue_timeout,
+        max_sessions: opts.max_sessions,
+        session_idle: opts.session_idle,
         env: crate::transport::stdio::with_store(Environment::from_process()).await,
         terminals: opts.terminals.map(Terminals::new),
         inbox: inbox::Inboxes::default(),
@@ -238,13 +287,13 @@ pub async fn serve(opts: ServeOptions) -> i32 {
             if let Some(t) = &app.terminals {
                 t.kill_all();
             }
-            for s in app.all() {
-                s.close().await;
-            }
+            // Every session closes at once: the journals' bounded flushes overlap.
+            futures_util::future::join_all(app.all().iter().map(|s| s.close())).await;
             stopped.cancel();
         }
     };
     let service = router(app.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(app.clone().reap_idle());
     let server = axum::serve(listener, service).with_graceful_shutdown(stop).into_future();
     let server = async {
         tokio::pin!(server);

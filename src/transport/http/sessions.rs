@@ -81,6 +81,16 @@ pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) ->
     if wire::negotiate(Some(requested)).is_ok_and(|v| v >= ProtocolVersion::V0_3) {
         config.permission_responses.get_or_insert(true);
     }
+    let full = || {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "TOO_MANY_SESSIONS",
+            format!("{} sessions are live (--max-sessions); close one or try later", app.max_sessions),
+        )
+    };
+    if app.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= app.max_sessions {
+        return Err(full());
+    }
     let limits = Limits { max_queue: Some(MAX_QUEUE), queue_timeout: Some(app.queue_timeout) };
     let (hub, outbox) = Hub::start();
     let opened = Session::open(Some(requested), &config, &app.env, limits, outbox).await;
@@ -96,8 +106,17 @@ pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) ->
         hub.attach(j.clone());
     }
     let id = session.config().session_id.clone();
-    let s = Arc::new(HttpSession { session, hub });
-    app.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(id, s.clone());
+    let touched_ms = std::sync::atomic::AtomicU64::new(app.now_ms());
+    let s = Arc::new(HttpSession { session, hub, touched_ms });
+    let admitted = {
+        let mut table = app.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        // Sessions opened meanwhile may have filled the table.
+        (table.len() < app.max_sessions).then(|| table.insert(id, s.clone()))
+    };
+    if admitted.is_none() {
+        s.close().await;
+        return Err(full());
+    }
     Ok(s)
 }
 
@@ -110,6 +129,18 @@ pub async fn close_session(app: &App, id: &str) -> Option<Arc<HttpSession>> {
         s.close().await;
     }
     removed
+}
+
+/// Opens stored session `id` again here, with its own `init.config` (404
+/// when not stored): how `/mcp`'s `pirn_send` continues a session that is
+/// not live.
+pub async fn resume_stored(app: &App, id: &str) -> Result<Arc<HttpSession>, ApiError> {
+    let mut body = Map::new();
+    body.insert("resume_session_id".into(), Value::String(id.to_owned()));
+    let body = with_stored_config(app, id, body).await?;
+    let config: InitConfig = serde_json::from_value(Value::Object(body))
+        .map_err(|e| ApiError::bad_request(format!("the stored session's config: {e}")))?;
+    open_session(app, PROTOCOL_VERSION, config).await
 }
 
 /// `body` over the stored session's `init.config` (404 when not stored).
