@@ -44,7 +44,7 @@ pub const MAX_PENDING_BYTES: usize = 16 << 20;
 /// Shortest time between two attempts while the store fails.
 const FAILED_RETRY: Duration = Duration::from_secs(1);
 /// Longest [`Journal::close`] waits for what is queued to be written.
-pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Whether the entries before a durability point are durable: `Err` names
 /// the store's failure.
@@ -351,7 +351,8 @@ impl Task {
         loop {
             attempt += 1;
             match self.store.append(&self.session_id, Some(self.epoch), writer, entries.clone(), durable).await {
-                Err(e) if e.is_retryable() && attempt < ATTEMPTS => {
+                // A timeout has waited long enough: the store is failing.
+                Err(e) if e.is_retryable() && !matches!(e, StoreError::Timeout { .. }) && attempt < ATTEMPTS => {
                     tracing::warn!(session_id = %self.session_id, attempt, "session log append failed, retrying: {e}");
                     tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
                 }

@@ -141,3 +141,126 @@ async fn a_torn_tail_is_cut_and_damage_in_the_middle_is_named_by_line() {
     assert_ne!(out.status.code(), Some(0));
     assert!(err.contains("line 3") && err.contains(&format!("{sid}.jsonl")), "{err}");
 }
+
+/// A private Postgres cluster (not the suite's shared one, which other
+/// tests use while this one stops it): `(dir, url)`.
+async fn own_cluster() -> Option<(tempfile::TempDir, String)> {
+    super::store::postgres_url()?;
+    let dir = tempfile::tempdir().unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres");
+    let out = tokio::process::Command::new(&script).arg("start").arg(dir.path().join("pg")).output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some((dir, String::from_utf8(out.stdout).unwrap().trim().to_owned()))
+}
+
+/// Sends `sig` to the cluster's postmaster and every backend.
+fn signal_cluster(dir: &std::path::Path, sig: i32) {
+    let pid_file = std::fs::read_to_string(dir.join("pg/data/postmaster.pid")).unwrap();
+    let postmaster: i32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+    let children =
+        std::fs::read_to_string(format!("/proc/{postmaster}/task/{postmaster}/children")).unwrap_or_default();
+    for pid in std::iter::once(postmaster).chain(children.split_whitespace().filter_map(|p| p.parse().ok())) {
+        // SAFETY: kill(2) on the cluster's own processes.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+#[tokio::test]
+async fn sigterm_ends_the_worker_within_15_s_with_postgres_stopped_mid_send() {
+    let Some((dir, url)) = own_cluster().await else { return };
+    let mock = MockServer::start(vec![Reply::Stall { chunks: vec!["thinking".into()] }]).await;
+    let envs = [("PIRN_STORE", url.as_str())];
+    let (mut w, _) = Worker::ready(&mock.base_url(), &envs, json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"go"})).await;
+    w.until(|v| v["event"]["event"] == "content_delta").await;
+    signal_cluster(dir.path(), libc::SIGSTOP);
+    let started = std::time::Instant::now();
+    super::worker::signal(w.child.id().unwrap(), libc::SIGTERM);
+    let (events, r) = w.result_for("s").await;
+    let code = w.exit_code().await;
+    let took = started.elapsed();
+    signal_cluster(dir.path(), libc::SIGCONT);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres");
+    let _ = tokio::process::Command::new(&script).arg("stop").arg(dir.path().join("pg")).output().await;
+    assert!(took < std::time::Duration::from_secs(15), "SIGTERM took {took:?}");
+    assert_eq!(code, Some(0));
+    assert_eq!(r["error"]["code"], "cancelled", "{r}");
+    assert_eq!(r["durable"], false, "the stalled store never took it: {r}");
+    assert_eq!(names(&events).last().map(String::as_str), Some("store_error"));
+}
+
+#[tokio::test]
+async fn postgres_stopped_mid_session_then_back_loses_nothing() {
+    let Some((dir, url)) = own_cluster().await else { return };
+    let pg = |cmd: &'static str| {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres");
+        let arg = dir.path().join("pg");
+        async move {
+            let out = tokio::process::Command::new(&script).arg(cmd).arg(arg).output().await.unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+    };
+    let mock = MockServer::start(vec![Reply::text(&["one"]), Reply::text(&["two"]), Reply::text(&["three"])]).await;
+    let envs = [("PIRN_STORE", url.as_str())];
+    let (mut w, ok) = Worker::ready(&mock.base_url(), &envs, json!({})).await;
+    let sid = ok["session_id"].as_str().unwrap().to_owned();
+    w.write(json!({"type":"send","id":"a","message":"first"})).await;
+    assert!(w.result_for("a").await.1.get("durable").is_none());
+    pg("stop").await;
+    w.write(json!({"type":"send","id":"b","message":"second"})).await;
+    let (events, r) = w.result_for("b").await;
+    assert_eq!((r["status"].as_str(), r["durable"].as_bool()), (Some("ok"), Some(false)), "{r}");
+    assert_eq!(names(&events).last().map(String::as_str), Some("store_error"));
+    assert_eq!(w.status("st").await["store"], "degraded");
+    pg("restart").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    w.write(json!({"type":"send","id":"c","message":"third"})).await;
+    let (_, r) = w.result_for("c").await;
+    assert!(r.get("durable").is_none(), "{r}");
+    assert_eq!(w.status("st2").await["store"], "ok");
+    w.write(json!({"type":"shutdown","id":"bye"})).await;
+    w.until(|v| v["type"] == "shutdown_ok").await;
+    assert_eq!(w.exit_code().await, Some(0));
+    // The log, read back through pirn, holds all three results in order.
+    let out = super::worker::pirn_command(&mock.base_url(), &envs)
+        .args(["sessions", "export", &sid])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let stored: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(logged_results(&stored), ["a", "b", "c"]);
+    pg("stop").await;
+}
+
+#[tokio::test]
+async fn fifty_thousand_deltas_with_postgres_stalled_stay_under_200_mb() {
+    let Some((dir, url)) = own_cluster().await else { return };
+    let chunks: Vec<String> = (0..50_000).map(|i| format!("delta {i:05} of a long answer; ")).collect();
+    let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let mock = MockServer::start(vec![Reply::text(&["warm"]), Reply::text(&chunks)]).await;
+    let envs = [("PIRN_STORE", url.as_str())];
+    let (mut w, _) = Worker::ready(&mock.base_url(), &envs, json!({"answer_checks": false})).await;
+    w.write(json!({"type":"send","id":"a","message":"warm up"})).await;
+    w.result_for("a").await;
+    signal_cluster(dir.path(), libc::SIGSTOP);
+    w.write(json!({"type":"send","id":"b","message":"talk a lot"})).await;
+    let (events, r) = w.result_for("b").await;
+    let pid = w.child.id().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    signal_cluster(dir.path(), libc::SIGCONT);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres");
+    let _ = tokio::process::Command::new(&script).arg("stop").arg(dir.path().join("pg")).output().await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["durable"], false);
+    assert!(events.len() > 50_000, "every delta reached the client: {}", events.len());
+    eprintln!("peak RSS with Postgres stalled: {peak_kb} KiB");
+    assert!(peak_kb < 200 * 1024, "peak RSS {peak_kb} KiB");
+}
