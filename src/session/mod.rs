@@ -117,7 +117,7 @@ impl Shared {
     async fn answer(&self, id: String, error: ErrorEnvelope) {
         let mut result = SendResult::error(id, error, self.config.correlation.clone());
         result.stop_reason = Some(StopReason::Cancelled);
-        self.out(OutgoingMessage::Result(result)).await;
+        self.out(OutgoingMessage::Result(Box::new(result))).await;
     }
 
     /// Writes `msg`, shaped for the session's protocol version.
@@ -322,7 +322,7 @@ impl Session {
     async fn reply(&self, request: Request) -> Option<OutgoingMessage> {
         let refuse = |id: String, message: &dyn std::fmt::Display| {
             let result = SendResult::protocol_error(id, message, self.shared.config.correlation.clone());
-            Some(OutgoingMessage::Result(result))
+            Some(OutgoingMessage::Result(Box::new(result)))
         };
         match request {
             Request::Send(s) if !s.options.is_empty() && self.shared.config.version < ProtocolVersion::V0_3 => {
@@ -334,11 +334,11 @@ impl Session {
                     let error = ErrorEnvelope::new(ErrorCode::InvalidRequest, message);
                     let mut result = SendResult::error(s.id, error, self.shared.config.correlation.clone());
                     result.stop_reason = Some(StopReason::Error);
-                    Some(OutgoingMessage::Result(result))
+                    Some(OutgoingMessage::Result(Box::new(result)))
                 }
                 Err(e) => refuse(s.id, &e),
             },
-            Request::Status(r) => Some(OutgoingMessage::StatusOk(self.status(r.id))),
+            Request::Status(r) => Some(OutgoingMessage::StatusOk(Box::new(self.status(r.id)))),
             Request::Cancel(c) => {
                 self.cancel(&c.target_id).await;
                 None

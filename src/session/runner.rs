@@ -27,7 +27,8 @@ pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
         let next = shared.queue().take_next();
         match next {
             Next::Run(job) => {
-                run_send(&shared, &mut conv, job).await;
+                // Boxed: an idle session's task does not carry a send's state.
+                Box::pin(run_send(&shared, &mut conv, job)).await;
                 shared.queue().active = None;
             }
             Next::Wait => shared.wake.notified().await,
@@ -68,8 +69,9 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
             }
         };
         // A panic anywhere in the loop (a bug) must not swallow the result.
-        let agent = AssertUnwindSafe(agent).catch_unwind();
-        tokio::pin!(agent);
+        // Boxed: the loop's state machine is large, and an idle session's
+        // runner task should not carry it between sends.
+        let mut agent = Box::pin(AssertUnwindSafe(agent).catch_unwind());
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + config.heartbeat, config.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -132,7 +134,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         calls_completed: stats.calls_completed,
         correlation: config.correlation.clone(),
     };
-    shared.out(OutgoingMessage::Result(result)).await;
+    shared.out(OutgoingMessage::Result(Box::new(result))).await;
 }
 
 /// The text of a panic payload (`&str` or `String`), else a placeholder.

@@ -20,21 +20,41 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 use super::entry::{Body, NewEntry, Stored, json_str};
+use super::lines::parse;
+pub use super::lines::title_of;
 use super::{Appended, SessionInfo, StoreError};
 
 /// How much of a log's head `list` reads to find the meta and first send.
 const HEAD_BYTES: u64 = 256 * 1024;
+
+/// Most log files a store keeps open. Beyond it the least recently used
+/// are closed (their lock released: another process may then take the
+/// session over, which fences this one) and reopened by their next
+/// append, so open descriptors do not grow with idle sessions.
+pub const MAX_OPEN: usize = 256;
 
 /// See the module doc.
 pub struct FileStore {
     root: PathBuf,
     open: Mutex<HashMap<String, Arc<Mutex<Log>>>>,
     watch: broadcast::Sender<Appended>,
+    /// The logs holding a descriptor, by last use.
+    lru: Mutex<Lru>,
 }
 
-/// An open, locked log.
+/// Last use of the logs that hold a descriptor: `order` maps a tick to an
+/// id, `at` an id to its tick.
+#[derive(Default)]
+struct Lru {
+    tick: u64,
+    order: std::collections::BTreeMap<u64, String>,
+    at: HashMap<String, u64>,
+}
+
+/// A log of this process: locked while it holds its descriptor.
 struct Log {
-    file: File,
+    /// `None` while closed for the descriptor bound ([`MAX_OPEN`]).
+    file: Option<File>,
     path: PathBuf,
     next_seq: u64,
     /// Highest `n` stored per writer.
@@ -65,7 +85,12 @@ fn try_lock(file: &File) -> std::io::Result<bool> {
 impl FileStore {
     /// A store for `tenant` under `root` (created on first write).
     pub fn new(root: PathBuf, tenant: &str) -> FileStore {
-        FileStore { root: root.join(tenant), open: Mutex::default(), watch: broadcast::channel(1024).0 }
+        FileStore {
+            root: root.join(tenant),
+            open: Mutex::default(),
+            watch: broadcast::channel(1024).0,
+            lru: Mutex::default(),
+        }
     }
 
     /// The tenant's directory.
@@ -86,15 +111,57 @@ impl FileStore {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The open log of `id`, opening (and locking) it when needed.
+    /// The log of `id`, opening (and locking) it when needed; marks it
+    /// used, closing the least recently used beyond [`MAX_OPEN`].
     fn log(&self, id: &str) -> Result<Arc<Mutex<Log>>, StoreError> {
-        let mut table = self.table();
-        if let Some(log) = table.get(id) {
-            return Ok(log.clone());
-        }
-        let log = Arc::new(Mutex::new(self.open_log(id)?));
-        table.insert(id.to_owned(), log.clone());
+        let log = {
+            let mut table = self.table();
+            match table.get(id) {
+                Some(log) => log.clone(),
+                None => {
+                    let log = Arc::new(Mutex::new(self.open_log(id)?));
+                    table.insert(id.to_owned(), log.clone());
+                    log
+                }
+            }
+        };
+        self.touch(id);
         Ok(log)
+    }
+
+    /// Marks `id` used and closes the descriptors of the least recently
+    /// used logs beyond [`MAX_OPEN`] (never `id`'s). No log lock is held
+    /// here, so this cannot deadlock with an append.
+    fn touch(&self, id: &str) {
+        let victims: Vec<String> = {
+            let mut lru = self.lru.lock().unwrap_or_else(|p| p.into_inner());
+            lru.tick += 1;
+            let tick = lru.tick;
+            if let Some(old) = lru.at.insert(id.to_owned(), tick) {
+                lru.order.remove(&old);
+            }
+            lru.order.insert(tick, id.to_owned());
+            let mut out = Vec::new();
+            while lru.order.len() > MAX_OPEN {
+                let Some((_, victim)) = lru.order.pop_first() else { break };
+                lru.at.remove(&victim);
+                out.push(victim);
+            }
+            out
+        };
+        for victim in victims {
+            let log = self.table().get(&victim).cloned();
+            if let Some(log) = log {
+                log.lock().unwrap_or_else(|p| p.into_inner()).file = None;
+            }
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        let mut lru = self.lru.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tick) = lru.at.remove(id) {
+            lru.order.remove(&tick);
+        }
     }
 
     fn open_log(&self, id: &str) -> Result<Log, StoreError> {
@@ -124,7 +191,7 @@ impl FileStore {
             *max = (*max).max(e.n);
         }
         let next_seq = entries.last().map_or(1, |e| e.seq + 1);
-        Ok(Log { file, path, next_seq, writers, claimed: false, len: good_len as u64 })
+        Ok(Log { file: Some(file), path, next_seq, writers, claimed: false, len: good_len as u64 })
     }
 
     /// See [`super::Store::claim`].
@@ -140,6 +207,7 @@ impl FileStore {
     /// Closes the log (dropping the lock).
     pub fn release(&self, id: &str) {
         self.table().remove(id);
+        self.forget(id);
     }
 
     /// See [`super::Store::append`].
@@ -157,26 +225,29 @@ impl FileStore {
             seq += 1;
             top = Some(top.map_or(e.n, |t| t.max(e.n)));
         }
-        let path = log.path.clone();
+        let Log { file, path, next_seq, writers, len, .. } = &mut *log;
+        let file = match file {
+            Some(f) => f,
+            None => file.insert(reopen(id, path, *len)?),
+        };
         if !text.is_empty() {
-            if let Err(e) = log.file.write_all(text.as_bytes()) {
+            if let Err(e) = file.write_all(text.as_bytes()) {
                 // Disk full mid-line: cut the partial line away at once, so
                 // the log stays whole lines (the entries are kept by the
                 // journal and appended again).
-                let cut = log.file.set_len(log.len);
-                if let Err(c) = &cut {
+                if let Err(c) = file.set_len(*len) {
                     tracing::error!(path = %path.display(), "cannot cut a partial line after a failed write: {c}");
                 }
-                return Err(io("append to", &path)(e));
+                return Err(io("append to", path)(e));
             }
-            log.len += text.len() as u64;
-            log.next_seq = seq;
+            *len += text.len() as u64;
+            *next_seq = seq;
             if let Some(top) = top {
-                log.writers.insert(writer.to_owned(), top);
+                writers.insert(writer.to_owned(), top);
             }
         }
         if durable {
-            log.file.sync_data().map_err(io("sync", &path))?;
+            file.sync_data().map_err(io("sync", path))?;
         }
         let last = log.next_seq - 1;
         drop(log);
@@ -261,6 +332,7 @@ impl FileStore {
         }
         // Opened by appends only: close it (and its lock) first.
         self.table().remove(id);
+        self.forget(id);
         let path = self.path(id);
         let file = match File::open(&path) {
             Ok(f) => f,
@@ -280,40 +352,16 @@ impl FileStore {
     }
 }
 
-/// A listing's title: the first line of `message`, at most 80 characters.
-pub fn title_of(message: &str) -> String {
-    let line = message.trim().lines().next().unwrap_or("");
-    let mut t: String = line.chars().take(80).collect();
-    if line.chars().nth(80).is_some() {
-        t.push('…');
+/// Opens a log closed for the descriptor bound again, locked.
+/// `Superseded` when another process holds it or its length is no longer
+/// `len` (another process took the session over while it was closed).
+fn reopen(id: &str, path: &Path, len: u64) -> Result<File, StoreError> {
+    let file = OpenOptions::new().read(true).append(true).open(path).map_err(io("open", path))?;
+    let locked = try_lock(&file).map_err(io("lock", path))?;
+    if !locked || file.metadata().map_err(io("stat", path))?.len() != len {
+        return Err(StoreError::Superseded(id.to_owned()));
     }
-    t
-}
-
-/// Parses a log: its entries and the length of the text they came from.
-/// A last line without a newline or that is not an entry is torn (left
-/// out of the length); any other bad line is [`StoreError::Corrupt`].
-fn parse(text: &[u8], path: &Path) -> Result<(Vec<Stored>, usize), StoreError> {
-    let mut entries = Vec::new();
-    let mut pos = 0;
-    let mut line_no = 0;
-    while pos < text.len() {
-        line_no += 1;
-        let Some(nl) = memchr::memchr(b'\n', &text[pos..]) else { break };
-        let line = &text[pos..pos + nl];
-        match serde_json::from_slice::<Stored>(line) {
-            Ok(e) => entries.push(e),
-            // The last complete line can be torn too (a crash between the
-            // bytes and a later line is impossible, but a partial line
-            // followed by a newline of the next append is not).
-            Err(_) if pos + nl + 1 == text.len() => break,
-            Err(e) => {
-                return Err(StoreError::Corrupt { path: path.to_owned(), line: line_no, message: e.to_string() });
-            }
-        }
-        pos += nl + 1;
-    }
-    Ok((entries, pos))
+    Ok(file)
 }
 
 #[cfg(test)]

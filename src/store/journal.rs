@@ -51,7 +51,8 @@ pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
 pub type Durability = Result<(), Arc<str>>;
 
 enum Cmd {
-    Body(u64, Body),
+    /// Boxed: the channel's first block holds 32 commands from the start.
+    Body(u64, Box<Body>),
     /// A line's object (`NewEntry::line_object`), built by the caller.
     Line(String),
     Durable(oneshot::Sender<Durability>),
@@ -150,7 +151,7 @@ impl Journal {
 
     /// Hands in an entry.
     pub fn record(&self, body: Body) {
-        let _ = self.tx.send(Cmd::Body(now_ms(), body));
+        let _ = self.tx.send(Cmd::Body(now_ms(), Box::new(body)));
     }
 
     /// Hands in an emitted line (`data`: its JSON as written, without the
@@ -250,7 +251,8 @@ impl Task {
             let outcome = if fenced || (entries.is_empty() && pending.entries.is_empty() && !durable) {
                 Ok(())
             } else {
-                self.write(&writer, &mut n, &mut pending, entries, durable, closed.is_some()).await
+                // Boxed: an idle journal's task does not carry an append's state.
+                Box::pin(self.write(&writer, &mut n, &mut pending, entries, durable, closed.is_some())).await
             };
             let outcome = match outcome {
                 Err(StoreError::Superseded(_)) => {
@@ -273,7 +275,7 @@ impl Task {
                     "the session log closes with entries the store never took"
                 );
             }
-            self.store.release(&self.session_id, self.epoch).await;
+            Box::pin(self.store.release(&self.session_id, self.epoch)).await;
         }
         if let Some(w) = closed {
             let _ = w.send(());

@@ -26,6 +26,7 @@ pub mod entry;
 pub mod file;
 pub mod fold;
 pub mod journal;
+mod lines;
 pub mod postgres;
 
 use std::path::PathBuf;

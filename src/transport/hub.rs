@@ -64,7 +64,10 @@ struct Inner {
     tap: Tap,
     seq: Sequencer,
     /// `None` once the hub is closed: subscribers' streams end.
-    live: Option<broadcast::Sender<Arc<Frame>>>,
+    /// The live broadcast, made by the first subscriber (an idle session
+    /// holds no channel: its 1,024 slots are most of a session's memory);
+    /// `None` once closed.
+    live: Option<Option<broadcast::Sender<Arc<Frame>>>>,
 }
 
 /// See the module doc.
@@ -94,14 +97,13 @@ impl Hub {
     /// every outbox clone is dropped or [`Hub::close`] is called.
     pub fn start() -> (Arc<Hub>, Outbox) {
         let (tx, mut rx) = mpsc::channel::<OutgoingMessage>(OUTBOX_CAPACITY);
-        let (live, _) = broadcast::channel(LIVE_CAPACITY);
         let journal = JournalSlot::default();
         let hub = Arc::new(Hub {
             inner: Mutex::new(Inner {
                 ring: VecDeque::new(),
                 tap: Tap::new(journal.clone()),
                 seq: Sequencer::default(),
-                live: Some(live),
+                live: Some(None),
             }),
             journal,
             closing: CancellationToken::new(),
@@ -187,7 +189,7 @@ impl Hub {
         }
         inner.ring.push_back(frame.clone());
         // No receivers is fine: nobody is listening right now.
-        if let Some(live) = &inner.live {
+        if let Some(Some(live)) = &inner.live {
             let _ = live.send(frame);
         }
     }
@@ -231,8 +233,13 @@ impl Hub {
                 inner.ring.iter().filter(|f| f.id > last).cloned().collect()
             }
         };
-        let live = match &inner.live {
-            Some(live) => live.subscribe(),
+        let live = match &mut inner.live {
+            Some(Some(live)) => live.subscribe(),
+            Some(slot @ None) => {
+                let (live, rx) = broadcast::channel(LIVE_CAPACITY);
+                *slot = Some(live);
+                rx
+            }
             None => broadcast::channel(1).1,
         };
         Ok((replay, live))
@@ -282,7 +289,7 @@ mod tests {
         };
         assert_eq!(ids(&replay), [2, 3]);
         let result = SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default());
-        outbox.send(OutgoingMessage::Result(result)).await.unwrap();
+        outbox.send(OutgoingMessage::Result(Box::new(result))).await.unwrap();
         let next = live.recv().await.unwrap();
         assert_eq!((next.id, next.is_result, next.event), (4, true, "result"));
         assert_eq!(hub.subscribe(Some(4)).map(|(r, _)| r.len()), Ok(0));

@@ -244,12 +244,15 @@ impl Worker {
             },
             Err(e @ (OpenError::Config(_) | OpenError::Resume { .. })) => return self.protocol_error(init.id, e).await,
         };
-        let _ = self.outbox.send(OutgoingMessage::InitOk(reply)).await;
+        let _ = self.outbox.send(OutgoingMessage::InitOk(Box::new(reply))).await;
     }
 
     async fn protocol_error(&self, id: String, message: impl std::fmt::Display) {
         let correlation = self.session.as_ref().map(|s| s.config().correlation.clone()).unwrap_or_default();
-        let _ = self.outbox.send(OutgoingMessage::Result(SendResult::protocol_error(id, message, correlation))).await;
+        let _ = self
+            .outbox
+            .send(OutgoingMessage::Result(Box::new(SendResult::protocol_error(id, message, correlation))))
+            .await;
     }
 }
 

@@ -116,7 +116,7 @@ fn write_loop<W: Write>(mut rx: mpsc::Receiver<OutgoingMessage>, out: W, format:
             Format::Text | Format::Document => write_text(&mut out, &msg, format),
         });
         if let OutgoingMessage::Result(r) = msg {
-            report.last_result = Some(r);
+            report.last_result = Some(*r);
         }
         let flushed = written.and_then(|()| if rx.is_empty() { out.flush() } else { Ok(()) });
         if let Err(e) = flushed {

@@ -366,16 +366,22 @@ mod tests {
             }
         }
         assert_eq!(seqs, vec![0, 1, 0, 2]);
-        let mut done =
-            OutgoingMessage::Result(SendResult::error("a", ErrorEnvelope::cancelled(), Correlation::default()));
+        let mut done = OutgoingMessage::Result(Box::new(SendResult::error(
+            "a",
+            ErrorEnvelope::cancelled(),
+            Correlation::default(),
+        )));
         s.stamp(&mut done);
         // Right after its result, an event of the send (store_error)
         // numbers on; after any other line, a counter starts over.
         let mut store_error = ev("a");
         s.stamp(&mut store_error);
         assert!(matches!(store_error, OutgoingMessage::Event(EventMsg { event_seq: 3, .. })));
-        let mut done =
-            OutgoingMessage::Result(SendResult::error("b", ErrorEnvelope::cancelled(), Correlation::default()));
+        let mut done = OutgoingMessage::Result(Box::new(SendResult::error(
+            "b",
+            ErrorEnvelope::cancelled(),
+            Correlation::default(),
+        )));
         s.stamp(&mut done);
         let mut other = ev("c");
         s.stamp(&mut other);

@@ -16,10 +16,12 @@ use super::IdOnly;
 #[serde(tag = "type", rename_all = "snake_case")]
 #[schemars(rename = "Response")]
 pub enum OutgoingMessage {
-    InitOk(InitOk),
+    // The rare, large messages are boxed: every outbox channel holds a
+    // block of 32 messages from its start, and an idle session has two.
+    InitOk(Box<InitOk>),
     Event(EventMsg),
-    Result(SendResult),
-    StatusOk(StatusOk),
+    Result(Box<SendResult>),
+    StatusOk(Box<StatusOk>),
     ShutdownOk(IdOnly),
 }
 

@@ -182,3 +182,40 @@ async fn a_postgres_claim_fences_the_previous_writer() {
     assert_eq!(texts(&s.load("f", 0).await.unwrap()), ["a", "b"]);
     assert!(s.list().await.unwrap().is_empty(), "no meta entry");
 }
+
+#[test]
+fn the_file_store_keeps_a_bounded_number_of_logs_open_and_fences_a_taken_one() {
+    use pirn::store::file::{FileStore, MAX_OPEN};
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::new(dir.path().to_owned(), "t");
+    let meta = Body::Meta {
+        session_id: "s".into(),
+        protocol_version: "0.3.0".into(),
+        model: "m".into(),
+        workspace: "/w".into(),
+        config: json!({}),
+    };
+    let e = |n| NewEntry::new(n, 1, &meta).unwrap();
+    // Descriptors of this process that name a log of this store (other
+    // tests run alongside and open their own).
+    let fds = || {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|p| p.starts_with(dir.path()))
+            .count()
+    };
+    let before = fds();
+    for i in 0..MAX_OPEN + 40 {
+        store.claim(&format!("s{i}")).unwrap();
+        store.append(&format!("s{i}"), "w", &[e(0)], false).unwrap();
+    }
+    assert!(fds() <= before + MAX_OPEN + 2, "{} descriptors for {} logs", fds() - before, MAX_OPEN + 40);
+    // The first log was closed; its next append reopens it and goes on.
+    assert_eq!(store.append("s0", "w", &[e(1)], true).unwrap(), 2);
+    // Another process takes a closed log over: this one is fenced.
+    let other = FileStore::new(dir.path().to_owned(), "t");
+    other.append("s1", "x", &[e(0)], true).unwrap();
+    other.release("s1");
+    assert!(matches!(store.append("s1", "w", &[e(1)], false), Err(StoreError::Superseded(_))));
+}

@@ -53,7 +53,7 @@ async fn ws_session(socket: WebSocket, s: Arc<HttpSession>) {
 async fn ws_request(s: &HttpSession, line: &[u8]) -> Option<String> {
     let refuse = |id: String, message: &dyn std::fmt::Display| {
         let r = SendResult::protocol_error(id, message, s.session.config().correlation.clone());
-        serde_json::to_string(&OutgoingMessage::Result(r)).ok()
+        serde_json::to_string(&OutgoingMessage::Result(Box::new(r))).ok()
     };
     let reply = match wire::decode_request(line) {
         Err(e) => return refuse(e.id.clone(), &e),
