@@ -202,3 +202,19 @@ async fn verification_never_gets_round_the_approval_gate() {
     assert!(r.get("verification").is_none(), "{r}");
     assert!(!w.workspace.path().join("verified-marker").exists());
 }
+
+#[tokio::test]
+async fn a_sends_own_verify_command_overrides_the_sessions() {
+    let write =
+        || Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return 2 * x\n"}));
+    let script = vec![write(), Reply::text(&["Done."])];
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    let (mut w, _) = w.init("0.3.0", json!({"verify_command": "false"})).await;
+    std::fs::write(w.workspace.path().join("check.py"), "from calc import double\nassert double(5) == 10\n").unwrap();
+    let send = json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py.", "verify_command": "python3 check.py"});
+    w.write(send).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["verification"], json!({"command": "python3 check.py", "exit_code": 0, "passed": true}));
+}
