@@ -47,6 +47,7 @@ pub enum Check {
     Announced,
     NotRun,
     MissingPath,
+    EchoedNote,
 }
 
 /// Verbs that make a request a change request.
@@ -231,12 +232,31 @@ impl Progress {
                     missing.join(", ")
                 ),
             )
+        } else if let Some(nudge) = self.review_echo(request, answer) {
+            return Some(nudge);
         } else {
             return None;
         };
         self.fired.insert(check);
         tracing::info!(?check, "the answer was sent back to the model");
         Some(message)
+    }
+}
+
+impl Progress {
+    /// The one check a wrap-up answer gets too: it narrates pirn's notes
+    /// about repeated calls instead of answering (once per send).
+    pub fn review_echo(&mut self, request: &str, answer: &str) -> Option<String> {
+        if self.fired.contains(&Check::EchoedNote) || !super::claims::echoes_loop_note(answer) {
+            return None;
+        }
+        self.fired.insert(Check::EchoedNote);
+        tracing::info!(check = ?Check::EchoedNote, "the answer was sent back to the model");
+        let request: String = request.trim().chars().take(300).collect();
+        Some(format!(
+            "Your reply talks about repeated tool calls instead of answering. Answer the request itself, in plain \
+             words, from what the tool results above show. The request was: {request}"
+        ))
     }
 }
 

@@ -75,6 +75,24 @@ pub(super) fn announces_work(answer: &str) -> bool {
 /// A plain-text answer the model wrapped in a ```` ```json ```` fence (the
 /// 1.5B model does after tool calls written that way) without the fence;
 /// anything else as it is.
+/// True when `answer` narrates pirn's notes about repeated tool calls
+/// ("I made the same read_file call…", "its result has not changed")
+/// instead of answering the request.
+pub(super) fn echoes_loop_note(answer: &str) -> bool {
+    const ECHOES: &[&str] = &[
+        "made the same",
+        "made exactly this",
+        "same call in my previous",
+        "result has not changed",
+        "result did not change",
+        "result will not change",
+        "stopped the tool calls",
+        "in my previous answer",
+    ];
+    let a = answer.to_lowercase();
+    ECHOES.iter().any(|e| a.contains(e))
+}
+
 pub(super) fn unfence(text: String) -> String {
     let t = text.trim();
     let Some(inner) = t.strip_prefix("```json") else { return text };
@@ -88,6 +106,14 @@ pub(super) fn unfence(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_narrating_the_loop_notes_is_told_apart_from_an_answer() {
+        assert!(echoes_loop_note("I made the same `read_file` call in my previous answer. Its result was: …"));
+        assert!(echoes_loop_note("I made the same grep call multiple times, and its result has not changed."));
+        assert!(!echoes_loop_note("The function greet returns \"Welcome, Dr. Ada\"."));
+        assert!(!echoes_loop_note("I changed the port to 9090 in settings.json."));
+    }
 
     #[test]
     fn a_false_already_is_caught_by_looking_at_the_files() {

@@ -96,6 +96,19 @@ impl Cycles {
 ///
 /// `change_pending`: the request asks for a change and none is made yet;
 /// the note then asks for that change, concretely.
+/// What the model is told after a loop, before its last request
+/// (`tool_choice: "none"`): answer the request itself, from what the tools
+/// showed. (Asked for "what you did", a small model narrated the repeated
+/// calls instead of answering.)
+pub fn wrap_up_note(request: &str) -> String {
+    format!(
+        "Stop calling tools: the same call gives the same result. Now answer the request in plain text, without \
+         any JSON block, from what the tool results above show (if you changed files, say what you changed). \
+         The request was: {}",
+        shorten(request.trim(), 300)
+    )
+}
+
 pub fn cycle_note(calls: &[(String, String)], change_pending: bool) -> String {
     let names: Vec<String> = calls.iter().map(|(sig, _)| shorten(sig, 120)).collect();
     let mut note = format!(

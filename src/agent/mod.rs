@@ -223,6 +223,15 @@ pub async fn run(
                 previous.clear();
                 continue;
             }
+            // A wrap-up answer that narrates pirn's loop notes instead of
+            // answering is asked for once more (still without tools).
+            if checks
+                && wrap_up
+                && let Some(nudge) = progress.review_echo(message, &completion.text)
+            {
+                conv.push_note(&nudge);
+                continue;
+            }
             // A wrap-up answer to a change request that changed nothing is
             // not a finished task, whatever it says.
             if cycle_stop || (wrap_up && progress.change_pending(message)) {
@@ -287,7 +296,7 @@ pub async fn run(
                 for call in &turn.run {
                     conv.push_tool_result(&call.id, REPEAT_NOT_RUN.to_owned());
                 }
-                conv.push_note(WRAP_UP);
+                conv.push_note(&loop_guard::wrap_up_note(message));
                 continue;
             }
             let error = ErrorEnvelope::new(
@@ -336,7 +345,7 @@ pub async fn run(
             } else {
                 wrap_up = true;
                 cycle_stop = true;
-                conv.push_note(WRAP_UP);
+                conv.push_note(&loop_guard::wrap_up_note(message));
             }
         }
         previous = results;
@@ -349,10 +358,6 @@ pub const PROBE_FROM_TOKENS: u64 = 2048;
 
 /// The result of each call of an answer that made a loop.
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
-/// What the model is told after a loop, before its last request (tool_choice "none").
-const WRAP_UP: &str = "Stop: you keep making the same tool call, and its result will not change. No more \
-     tool calls: reply in plain text, without any JSON block, with what you did and what you found.";
-
 /// Streams one model call, emitting `content_delta` per text piece (and a
 /// `retry` event before each retry of a 429/503).
 async fn call_model(config: &SessionConfig, body: Bytes, emit: &Emitter) -> Result<Completion, ModelError> {

@@ -159,7 +159,10 @@ async fn three_identical_iterations_get_one_last_request_that_forbids_tools() {
     let nudge = messages.last().unwrap();
     assert_eq!(nudge["role"], "user");
     assert!(
-        nudge["content"].as_str().unwrap().starts_with("[pirn] Stop: you keep making the same tool call"),
+        nudge["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[pirn] Stop calling tools: the same call gives the same result"),
         "{nudge}"
     );
     assert!(requests[2].body.get("tool_choice").is_none());

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::mock::{MockServer, Reply};
-use super::worker::{Worker, names};
+use super::worker::{Worker, mock_worker, names};
 
 /// One send of `message` in a fresh worker whose workspace holds `files`.
 async fn send(
@@ -217,4 +217,30 @@ async fn a_sends_own_verify_command_overrides_the_sessions() {
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["verification"], json!({"command": "python3 check.py", "exit_code": 0, "passed": true}));
+}
+
+#[tokio::test]
+async fn an_answer_narrating_the_repeated_calls_is_sent_back_once() {
+    let glob = || Reply::tool("glob", json!({"pattern": "*.md"}));
+    let script = vec![
+        glob(),
+        glob(),
+        glob(),
+        Reply::text(&["I made the same glob call in my previous answer, and its result has not changed."]),
+        Reply::text(&["There is one Markdown file: README.md."]),
+    ];
+    let (mut w, mock) = mock_worker(script, &[], json!({})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Which Markdown files are there?"})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "There is one Markdown file: README.md.");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5);
+    let wrap_up =
+        requests[3].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(wrap_up.contains("The request was: Which Markdown files are there?"), "{wrap_up}");
+    let nudge =
+        requests[4].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(nudge.starts_with("[pirn] Your reply talks about repeated tool calls"), "{nudge}");
+    assert_eq!(requests[4].body["tool_choice"], "none", "still without tools");
 }
