@@ -31,19 +31,19 @@ async fn beyond_max_sessions_creating_one_answers_503() {
 #[tokio::test]
 async fn an_idle_session_is_closed_and_can_be_resumed() {
     let mock = MockServer::start(vec![Reply::text(&["noted"])]).await;
-    let d = daemon(&mock.base_url(), &["--session-idle-secs", "1"]).await;
+    let d = daemon(&mock.base_url(), &["--session-idle-secs", "2"]).await;
     let c = client();
     let sid = new_session(&c, &d.base, json!({})).await;
     let (status, body) = post(&c, &format!("{}/v1/sessions/{sid}/sends", d.base), json!({"message": "hi"})).await;
     assert_eq!(status, 202, "{body}");
     // Kept alive by use...
-    for _ in 0..4 {
-        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    for _ in 0..6 {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         let (status, _) = call(c.get(format!("{}/v1/sessions/{sid}", d.base))).await;
         assert_eq!(status, 200, "a session in use is not idle");
     }
     // ...closed when idle, its log kept.
-    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(3000)).await;
     let (status, _) = call(c.get(format!("{}/v1/sessions/{sid}", d.base))).await;
     assert_eq!(status, 404);
     let (status, body) = post(&c, &format!("{}/v1/sessions", d.base), json!({"resume": sid})).await;
