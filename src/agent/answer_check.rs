@@ -48,6 +48,7 @@ pub enum Check {
     NotRun,
     MissingPath,
     EchoedNote,
+    UnfinishedRename,
 }
 
 /// Verbs that make a request a change request.
@@ -232,6 +233,10 @@ impl Progress {
                     missing.join(", ")
                 ),
             )
+        } else if !self.fired.contains(&Check::UnfinishedRename)
+            && let Some(left) = super::rename::unfinished(request, workspace)
+        {
+            (Check::UnfinishedRename, format!("Not finished yet: {left} Then answer."))
         } else if let Some(nudge) = self.review_echo(request, answer) {
             return Some(nudge);
         } else {

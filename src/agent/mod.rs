@@ -22,6 +22,7 @@ mod claims;
 pub mod emit;
 pub mod fit;
 pub mod loop_guard;
+mod rename;
 pub mod request;
 pub mod send_spec;
 mod stats;
@@ -341,7 +342,12 @@ pub async fn run(
         let went_round = results.iter().filter_map(|(sig, text)| cycles.record(sig, text)).max();
         if let Some(period) = went_round {
             if cycles.found == 1 {
-                conv.push_note(&loop_guard::cycle_note(&cycles.round(period), progress.change_pending(message)));
+                let mut note = loop_guard::cycle_note(&cycles.round(period), progress.change_pending(message));
+                if let Some(left) = rename::unfinished(message, &config.workspace) {
+                    note.push(' ');
+                    note.push_str(&left);
+                }
+                conv.push_note(&note);
             } else {
                 wrap_up = true;
                 cycle_stop = true;

@@ -244,3 +244,29 @@ async fn an_answer_narrating_the_repeated_calls_is_sent_back_once() {
     assert!(nudge.starts_with("[pirn] Your reply talks about repeated tool calls"), "{nudge}");
     assert_eq!(requests[4].body["tool_choice"], "none", "still without tools");
 }
+
+#[tokio::test]
+async fn a_rename_left_half_done_is_sent_back_naming_the_places() {
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "utils.py", "old_string": "def calc_total", "new_string": "def compute_total"}),
+        ),
+        Reply::text(&["Renamed."]),
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "main.py", "old_string": "calc_total", "new_string": "compute_total", "replace_all": true}),
+        ),
+        Reply::text(&["Renamed in both files."]),
+    ];
+    let files = [
+        ("utils.py", "def calc_total(items):\n    return sum(items)\n"),
+        ("main.py", "from utils import calc_total\nprint(calc_total([1]))\n"),
+    ];
+    let (_, r, mock) =
+        send(script, &files, "Rename the function calc_total to compute_total everywhere.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "Renamed in both files.");
+    let nudge = last_message(&mock, 2);
+    assert!(nudge.contains("`calc_total` still appears in main.py:1, main.py:2"), "{nudge}");
+}
