@@ -129,12 +129,12 @@ impl Verifier {
     /// The send's check: [`command_for`] with [`expected_output`], given
     /// back at most `config.verify_rounds` times. `None` when there is no
     /// command, `verify_rounds` is 0, `checks` (answer checks, off in plan
-    /// mode) is false, or the session's approval policy would not let
-    /// `bash` run the command unasked: verification never gets round the
-    /// approval gate.
+    /// mode) is false, the session does not enable `bash`, or its approval
+    /// policy would not let `bash` run the command unasked: verification
+    /// never runs a command the model itself could not.
     /// `own`: the send's own `verify_command`, before the session's.
     pub fn for_send(config: &SessionConfig, own: Option<&str>, request: &str, checks: bool) -> Option<Verifier> {
-        if !checks || config.verify_rounds == 0 {
+        if !checks || config.verify_rounds == 0 || !config.tools.iter().any(|t| t == "bash") {
             return None;
         }
         let command = command_for(own.or(config.verify_command.as_deref()), request)?;

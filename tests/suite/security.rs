@@ -273,3 +273,33 @@ async fn a_0_2_client_sees_no_sandbox_field_but_gets_the_sandbox() {
     assert!(out.contains("denied"), "{out}");
     assert!(!home.path().join("f").exists());
 }
+
+#[tokio::test]
+async fn send_options_over_http_grant_no_command_and_read_no_file() {
+    use super::mock::Reply;
+    // A session without bash: a send's verify_command must not run a shell.
+    let write = || Reply::tool("write_file", json!({"file_path": "a.txt", "content": "x\n"}));
+    let mock = MockServer::start(vec![write(), Reply::text(&["Done."])]).await;
+    let d = daemon(&mock.base_url(), &[]).await;
+    let c = client();
+    let sid = new_session(&c, &d.base, json!({"tools": ["write_file"]})).await;
+    let marker = d.workspace().join("pwned");
+    let send = json!({"message": "write a.txt", "verify_command": format!("touch {}", marker.display())});
+    let (status, _) = post(&c, &format!("{}/v1/sessions/{sid}/sends?stream=1", d.base), send).await;
+    assert!(status < 300, "{status}");
+    assert!(!marker.exists(), "a send's verify_command ran a shell in a session without bash");
+    // Without a token and from a page's Origin the send options are not reachable at all.
+    let page = c
+        .post(format!("{}/v1/sessions/{sid}/sends", d.base))
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/json")
+        .body(json!({"message": "x", "verify_command": "touch pwned2"}).to_string());
+    assert_eq!(call(page).await.0, 403);
+    // An output_schema cannot make pirn read a file through $ref.
+    let secret = d.workspace().join("secret.json");
+    std::fs::write(&secret, r#"{"type": "string"}"#).unwrap();
+    let schema = json!({"$ref": format!("file://{}", secret.display())});
+    let (status, body) =
+        post(&c, &format!("{}/v1/sessions/{sid}/sends", d.base), json!({"message": "x", "output_schema": schema})).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("INVALID_REQUEST")), "{body}");
+}
