@@ -32,6 +32,11 @@ impl Meter {
         self.total_tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
+    /// True when the send has a token budget.
+    pub fn limits_tokens(&self) -> bool {
+        self.max_total_tokens.is_some()
+    }
+
     /// True once the calls so far reached `max_total_tokens`: no more model
     /// calls.
     pub fn tokens_spent(&self) -> bool {

@@ -186,7 +186,9 @@ pub async fn run(
             }
             None => spec.meter.charge_tokens(prompt + completion.estimated_tokens()),
         }
-        last_text.clone_from(&completion.text);
+        if spec.meter.limits_tokens() {
+            last_text.clone_from(&completion.text);
+        }
         if spec.meter.tokens_spent() && !completion.tool_calls.is_empty() {
             // The call that crossed the budget is the last: its calls are not run.
             return fail(emit, spec.meter.exceeded(), Some(progress.summary()), None).await;

@@ -291,6 +291,12 @@ impl Session {
         }
     }
 
+    /// True while a send runs or waits.
+    pub fn busy(&self) -> bool {
+        let q = self.shared.queue();
+        q.active.is_some() || !q.waiting.is_empty()
+    }
+
     /// Cancels send `target`: a running one stops at once (its result follows
     /// from the runner); a queued one is removed and answered with a cancelled
     /// result here. Unknown or finished sends are ignored. Returns whether

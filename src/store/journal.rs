@@ -164,6 +164,11 @@ impl Journal {
         let _ = self.tx.send(Cmd::Line(object));
     }
 
+    /// True while writers must await [`Journal::room`] before more lines.
+    pub fn is_full(&self) -> bool {
+        self.gauge.full()
+    }
+
     /// Resolves once the journal may take more lines: at once unless
     /// [`MAX_QUEUED_BYTES`] wait for a working store.
     pub async fn room(&self) {

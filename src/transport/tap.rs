@@ -122,10 +122,11 @@ impl Tap {
         }
     }
 
-    /// The journal to await [`Journal::room`] on, for a writer that cannot
-    /// hold its tap across the wait.
+    /// The journal to await [`Journal::room`] on while it is full (`None`
+    /// at once otherwise, with no clone on the hot path), for a writer that
+    /// cannot hold its tap across the wait.
     pub fn room_check(&self) -> Option<Journal> {
-        self.slot.get().cloned()
+        self.slot.get().filter(|j| j.is_full()).cloned()
     }
 
     /// A result whose durability failed with `cause`: for a 0.3.0 session

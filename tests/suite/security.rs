@@ -300,6 +300,7 @@ async fn send_options_over_http_grant_no_command_and_read_no_file() {
     std::fs::write(&secret, r#"{"type": "string"}"#).unwrap();
     let schema = json!({"$ref": format!("file://{}", secret.display())});
     let (status, body) =
-        post(&c, &format!("{}/v1/sessions/{sid}/sends", d.base), json!({"message": "x", "output_schema": schema})).await;
+        post(&c, &format!("{}/v1/sessions/{sid}/sends", d.base), json!({"message": "x", "output_schema": schema}))
+            .await;
     assert_eq!((status, body["error"].as_str()), (400, Some("INVALID_REQUEST")), "{body}");
 }

@@ -130,9 +130,8 @@ impl HttpSession {
     /// True when nothing runs or waits and neither a request nor a frame
     /// touched it for `idle`.
     fn idle(&self, now_ms: u64, idle: Duration) -> bool {
-        let st = self.session.status(String::new());
         let last = self.touched_ms.load(std::sync::atomic::Ordering::Relaxed).max(self.hub.last_frame_ms());
-        !st.active && st.queue_length.unwrap_or(0) == 0 && now_ms.saturating_sub(last) >= idle.as_millis() as u64
+        now_ms.saturating_sub(last) >= idle.as_millis() as u64 && !self.session.busy()
     }
 }
 
