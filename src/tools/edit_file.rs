@@ -4,7 +4,8 @@
 //! Owns: the match tiers, each requiring a unique match (unless
 //! `replace_all`, exact only): exact; lines equal once trimmed (re-indented);
 //! equal once all whitespace is ignored (only the changed part is spliced in,
-//! see [`super::edit_match`]); then an error quoting the closest region, keeping the file's line endings (CRLF files get
+//! see [`super::edit_match`]); the same lines with a few file lines left out
+//! of `old_string`; then an error quoting the closest region, keeping the file's line endings (CRLF files get
 //! CRLF replacements), the atomic write, and the excerpt that shows the model
 //! what changed.
 
@@ -36,8 +37,19 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 
 /// Applies the edit. Errors (to the model): empty or identical strings, no
 /// match (with the closest line), several matches without `replace_all`
-/// (with their lines), binary or unreadable files.
+/// (with their lines), binary or unreadable files. A rename's result ends
+/// with the uses of the old name left in the workspace
+/// ([`super::references`]).
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
+    let done = apply(args, ctx)?;
+    Ok(match super::references::still_used(ctx, &renamed) {
+        Some(note) => done + &note,
+        None => done,
+    })
+}
+
+fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
@@ -92,6 +104,26 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                  breaks and quotes; replaced {changed:?} with {:?} there and kept the file's layout. Lines around the change:\n{}",
                 splice.replacement,
                 excerpt(&updated, first, last - first + 1)
+            ));
+        }
+        // The same lines with a few of the file's left out (a docstring, a
+        // comment): the lines that differ from new_string change in place.
+        if let Some(g) = super::edit_match::gapped(&content, &args.old_string, &args.new_string) {
+            if let Err(e) = target.write_atomic(g.updated.as_bytes()) {
+                return failed(format!("{shown}: write failed: {e}"));
+            }
+            let (first, last) = g.lines;
+            let skipped: Vec<String> = g.skipped.iter().map(usize::to_string).collect();
+            let left_out = if skipped.is_empty() {
+                "blank lines".to_owned()
+            } else {
+                format!("line{} {}", if skipped.len() == 1 { "" } else { "s" }, skipped.join(", "))
+            };
+            let span = (last + g.updated.lines().count()).saturating_sub(content.lines().count());
+            return Ok(format!(
+                "edited {shown}: old_string matched lines {first}-{last} with {left_out} left out of it (kept as \
+                 they are); changed the lines that differ in new_string. Lines around the change:\n{}",
+                excerpt(&g.updated, first, span.saturating_sub(first) + 1)
             ));
         }
         let region = super::edit_match::closest_region(&content, &args.old_string);

@@ -188,8 +188,21 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     if capped.load(Ordering::Relaxed) {
         let _ = writeln!(out, "[stopped after {MAX_MATCHES} matching lines; narrow the pattern, path or glob]");
+    } else {
+        // A small model miscounts a list it reads; the count is stated.
+        let lines: usize = hits.iter().map(|h| h.count).sum();
+        let files = hits.len();
+        if mode == OutputMode::FilesWithMatches {
+            let _ = writeln!(out, "[{files} file{} match]", plural(files));
+        } else {
+            let _ = writeln!(out, "[{lines} matching line{} in {files} file{}]", plural(lines), plural(files));
+        }
     }
     Ok(out)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 struct HitSink<'a> {

@@ -5,7 +5,9 @@
 //! permissions, and two guards against a model destroying a file it meant
 //! to extend: an existing file must have been read first, and a rewrite
 //! that would drop most of a file's lines is refused once (see
-//! [`MOSTLY_DROPPED`]); the same write asked for again goes through.
+//! [`MOSTLY_DROPPED`]); the same write asked for again goes through. Such a
+//! rewrite made only of definitions (and imports) is merged into the file
+//! instead ([`super::merge_defs`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -49,18 +51,37 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
              with edit_file (or write the complete new content with write_file)"
         ));
     }
-    if let Some(refusal) = drop_guard(&target, &shown, &args.content, ctx) {
+    let old = existing_text(&target);
+    if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
+        && let Some(m) = super::merge_defs::merge(old, &args.content)
+    {
+        if m.unchanged() {
+            return Ok(format!(
+                "no change: {shown} already holds these definitions exactly as given; nothing written. To delete \
+                 code, use edit_file."
+            ));
+        }
+        return match target.write_atomic(m.content.as_bytes()) {
+            Ok(()) => Ok(merged_report(&shown, &m)),
+            Err(e) => failed(format!("{shown}: write failed: {e}")),
+        };
+    }
+    if let Some(refusal) = old.as_deref().and_then(|old| drop_guard(&target, old, &shown, &args.content, ctx)) {
         return failed(refusal);
     }
     let existed = target.exists();
     match target.write_atomic(args.content.as_bytes()) {
         // The model knows what it wrote: it may replace it again unread.
-        Ok(()) => Ok(format!(
-            "{} {shown}: {} bytes written",
-            if existed { "overwrote" } else { "created" },
-            args.content.len()
-        ))
-        .inspect(|_| ctx.mark_read(&path)),
+        Ok(()) => {
+            ctx.mark_read(&path);
+            let lost = old.as_deref().map(|old| super::references::lost_definitions(old, &args.content));
+            let note = super::references::still_used(ctx, &lost.unwrap_or_default()).unwrap_or_default();
+            Ok(format!(
+                "{} {shown}: {} bytes written{note}",
+                if existed { "overwrote" } else { "created" },
+                args.content.len()
+            ))
+        }
         Err(e) => failed(format!("{shown}: write failed: {e}")),
     }
 }
@@ -72,30 +93,63 @@ pub fn is_drop_refusal(result: &str) -> bool {
     result.strip_prefix("Error: ").is_some_and(|e| e.starts_with(DROP_REFUSAL))
 }
 
-/// The refusal of a rewrite that would drop most of an existing file's
-/// lines (of at most `read_file::MAX_FILE_BYTES`), the first time it is
-/// asked for in this send.
-fn drop_guard(target: &Confined, shown: &str, content: &str, ctx: &ToolContext) -> Option<String> {
-    // Only files read_file could have shown (it refuses larger ones): the
-    // old content is read whole.
+/// The existing file's text, when it is one `read_file` could have shown
+/// (it refuses larger ones); `None` for a new, binary or unreadable file.
+fn existing_text(target: &Confined) -> Option<String> {
     let file = target.open_read().ok()?;
     if file.metadata().ok()?.len() > super::read_file::MAX_FILE_BYTES {
         return None;
     }
     let mut old = String::new();
     std::io::Read::read_to_string(&mut &file, &mut old).ok()?;
+    Some(old)
+}
+
+/// Non-blank lines of `old` that `content` keeps (trimmed), and how many
+/// non-blank lines `old` has.
+fn kept_lines(old: &str, content: &str) -> (usize, usize) {
     let old_lines: Vec<&str> = old.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    if old_lines.len() < GUARDED_LINES {
-        return None;
-    }
     let new_lines: std::collections::HashSet<&str> = content.lines().map(str::trim).collect();
-    let kept = old_lines.iter().filter(|l| new_lines.contains(*l)).count();
-    if kept * 100 >= old_lines.len() * MOSTLY_DROPPED || reformatted(&old, content) || !ctx.warn_once(target.path()) {
+    (old_lines.iter().filter(|l| new_lines.contains(*l)).count(), old_lines.len())
+}
+
+/// True when writing `content` over `old` drops most of a guarded file
+/// (see [`MOSTLY_DROPPED`]) and is not the same content reformatted.
+fn mostly_dropped(old: &str, content: &str) -> bool {
+    let (kept, total) = kept_lines(old, content);
+    total >= GUARDED_LINES && kept * 100 < total * MOSTLY_DROPPED && !reformatted(old, content)
+}
+
+/// What the model is told after a merge.
+fn merged_report(shown: &str, m: &super::merge_defs::Merged) -> String {
+    let mut did = Vec::new();
+    if !m.added.is_empty() {
+        did.push(format!("added {}", m.added.join(", ")));
+    }
+    if !m.replaced.is_empty() {
+        did.push(format!("replaced the old {}", m.replaced.join(", ")));
+    }
+    if m.imports > 0 {
+        did.push(format!("added {} import line{}", m.imports, if m.imports == 1 { "" } else { "s" }));
+    }
+    format!(
+        "merged into {shown}: your content holds only definitions, so it was merged instead of replacing the file: \
+         {}; the rest of {shown} is kept ({} lines now). To delete code, use edit_file.",
+        did.join("; "),
+        m.content.lines().count()
+    )
+}
+
+/// The refusal of a rewrite that would drop most of an existing file's
+/// lines, the first time it is asked for in this send.
+fn drop_guard(target: &Confined, old: &str, shown: &str, content: &str, ctx: &ToolContext) -> Option<String> {
+    let (kept, total) = kept_lines(old, content);
+    if !mostly_dropped(old, content) || !ctx.warn_once(target.path()) {
         return None;
     }
     // Nothing of the old file kept: most likely code meant to be added. A
     // small model copies a complete call better than it follows advice.
-    let how = match unique_tail(&old).filter(|_| kept == 0) {
+    let how = match unique_tail(old).filter(|_| kept == 0) {
         Some(last) => {
             let call = serde_json::json!({"name": "edit_file", "arguments": {
                 "file_path": shown,
@@ -111,8 +165,8 @@ fn drop_guard(target: &Confined, shown: &str, content: &str, ctx: &ToolContext) 
     Some(format!(
         "{DROP_REFUSAL}this would remove {} of the {} lines of {shown}. {how}To replace the whole file anyway, call \
          write_file again with the same arguments.",
-        old_lines.len() - kept,
-        old_lines.len()
+        total - kept,
+        total
     ))
 }
 

@@ -28,5 +28,6 @@ mod store;
 mod store_faults;
 mod structured;
 mod terminals;
+mod tolerant_edits;
 mod tools;
 mod webkit;

@@ -53,7 +53,7 @@ async fn file_tools_round_trip() {
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern":"**/*.txt"})).await;
     assert_eq!(out.trim(), "src/a.txt");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern":"gam+a"})).await;
-    assert_eq!(out.trim(), "src/a.txt:3:gamma");
+    assert_eq!(out.trim(), "src/a.txt:3:gamma\n[1 matching line in 1 file]");
     let out = call_tool(&mut w, &mock, "bash", json!({"command":"echo out; echo err >&2; exit 3"})).await;
     assert!(out.contains("out\nerr\n") && out.contains("exit code 3"), "{out}");
 }
@@ -295,16 +295,16 @@ async fn grep_options() {
     std::fs::write(ws.join("src/b.txt"), "needle\n").unwrap();
     std::fs::write(ws.join("bin.dat"), b"needle\0\x01\x02").unwrap();
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "needle"})).await;
-    assert_eq!(out, "src/a.rs:5:needle again\nsrc/b.txt:1:needle\n");
+    assert_eq!(out, "src/a.rs:5:needle again\nsrc/b.txt:1:needle\n[2 matching lines in 2 files]\n");
     let out =
         call_tool(&mut w, &mock, "grep", json!({"pattern": "needle", "case_insensitive": true, "glob": "*.rs"})).await;
-    assert_eq!(out, "src/a.rs:2:Needle here\nsrc/a.rs:5:needle again\n");
+    assert_eq!(out, "src/a.rs:2:Needle here\nsrc/a.rs:5:needle again\n[2 matching lines in 1 file]\n");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "needle", "-i": true, "output_mode": "count"})).await;
-    assert_eq!(out, "src/a.rs:2\nsrc/b.txt:1\n");
+    assert_eq!(out, "src/a.rs:2\nsrc/b.txt:1\n[3 matching lines in 2 files]\n");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "needle", "output_mode": "files_with_matches"})).await;
-    assert_eq!(out, "src/a.rs\nsrc/b.txt\n");
+    assert_eq!(out, "src/a.rs\nsrc/b.txt\n[2 files match]\n");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "Needle", "context": 1, "path": "src"})).await;
-    assert_eq!(out, "src/a.rs-1-one\nsrc/a.rs:2:Needle here\nsrc/a.rs-3-three\n");
+    assert_eq!(out, "src/a.rs-1-one\nsrc/a.rs:2:Needle here\nsrc/a.rs-3-three\n[1 matching line in 1 file]\n");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "e", "head_limit": 2})).await;
     assert!(out.starts_with("src/a.rs:1:one\nsrc/a.rs:2:Needle here\n[") && out.contains("head_limit=2"), "{out}");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "("})).await;

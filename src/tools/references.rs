@@ -1,0 +1,177 @@
+//! After an edit: where a name the edit took away is still used.
+//!
+//! Owns: finding the names an `edit_file` renamed ([`renamed_in_edit`]) or
+//! a `write_file` stopped defining ([`lost_definitions`]), and the note
+//! listing their remaining uses in the workspace ([`still_used`]), which
+//! the tool appends to its result.
+//!
+//! A small model renames a function's definition and stops; the callers in
+//! the next file break. An editor's rename refactoring or a compiler would
+//! show the broken uses at once; this note is the cheap, language-blind
+//! version of that: whole-word occurrences, found with the same `ignore`
+//! walk as `grep` (`.gitignore` honoured, hidden files and symlinks
+//! skipped), bounded in files, bytes and lines quoted.
+
+use std::collections::BTreeSet;
+
+use ignore::WalkBuilder;
+
+use super::ToolContext;
+
+/// Files looked at, at most, per note.
+const MAX_FILES: usize = 2000;
+/// Files larger than this (bytes) are not looked at.
+const MAX_FILE_BYTES: u64 = 256 * 1024;
+/// Uses quoted, at most.
+const MAX_USES: usize = 10;
+/// Names shorter than this are never reported (too common to mean much).
+const MIN_NAME: usize = 3;
+/// An edit that takes away more names than this is a rewrite, not a rename.
+const MAX_NAMES: usize = 3;
+
+const KEYWORDS: &[&str] = &[
+    "def",
+    "class",
+    "return",
+    "import",
+    "from",
+    "self",
+    "None",
+    "True",
+    "False",
+    "for",
+    "while",
+    "with",
+    "pass",
+    "lambda",
+    "yield",
+    "async",
+    "await",
+    "function",
+    "const",
+    "let",
+    "var",
+    "pub",
+    "impl",
+    "struct",
+    "enum",
+    "use",
+    "mut",
+    "int",
+    "str",
+    "float",
+    "bool",
+    "dict",
+    "list",
+    "print",
+    "len",
+    "not",
+    "and",
+    "elif",
+    "else",
+    "try",
+    "except",
+    "raise",
+    "this",
+    "new",
+    "null",
+    "undefined",
+    "true",
+    "false",
+];
+
+/// The identifiers of `s`, in order.
+fn identifiers(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|t| t.len() >= MIN_NAME && !t.starts_with(|c: char| c.is_ascii_digit()) && !KEYWORDS.contains(t))
+}
+
+/// Names an edit replaced by others: identifiers of `old` missing from
+/// `new`, when `new` also brings identifiers of its own (a rename, not a
+/// deletion) and there are at most [`MAX_NAMES`] of them.
+pub fn renamed_in_edit(old: &str, new: &str) -> Vec<String> {
+    let before: BTreeSet<&str> = identifiers(old).collect();
+    let after: BTreeSet<&str> = identifiers(new).collect();
+    let gone: Vec<String> = before.difference(&after).map(|s| s.to_string()).collect();
+    if gone.is_empty() || gone.len() > MAX_NAMES || after.difference(&before).next().is_none() {
+        return Vec::new();
+    }
+    gone
+}
+
+/// Names `old` defines at top level that `new` no longer mentions at all.
+pub fn lost_definitions(old: &str, new: &str) -> Vec<String> {
+    let mentioned: BTreeSet<&str> = identifiers(new).collect();
+    let lost: Vec<String> = super::merge_defs::blocks(old)
+        .into_iter()
+        .map(|b| b.name)
+        .filter(|n| n.len() >= MIN_NAME && !mentioned.contains(n.as_str()))
+        .collect();
+    if lost.len() > MAX_NAMES { Vec::new() } else { lost }
+}
+
+/// True when `name` occurs in `line` as a whole word.
+fn has_word(line: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(i, _)| {
+        !line[..i].chars().next_back().is_some_and(word) && !line[i + name.len()..].chars().next().is_some_and(word)
+    })
+}
+
+/// The note naming where `names` are still used in the workspace (the
+/// edited file included), or `None` when they are not.
+pub fn still_used(ctx: &ToolContext, names: &[String]) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    let mut uses: Vec<String> = Vec::new();
+    let mut total = 0;
+    let walk = WalkBuilder::new(&ctx.workspace).require_git(false).max_filesize(Some(MAX_FILE_BYTES)).build();
+    for entry in walk.flatten().filter(|e| e.file_type().is_some_and(|t| t.is_file())).take(MAX_FILES) {
+        if ctx.cancel.is_cancelled() {
+            return None;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            if names.iter().any(|name| has_word(line, name)) {
+                total += 1;
+                if uses.len() < MAX_USES {
+                    uses.push(format!("{}:{}: {}", ctx.display(entry.path()), n + 1, clip(line.trim())));
+                }
+            }
+        }
+    }
+    if uses.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    let more = if total > uses.len() { format!("\n  ({} more)", total - uses.len()) } else { String::new() };
+    Some(format!(
+        "\nNote: this change took away {}, which is still used here:\n  {}{more}\nIf it was renamed, change these too.",
+        quoted.join(", "),
+        uses.join("\n  ")
+    ))
+}
+
+fn clip(line: &str) -> String {
+    if line.chars().count() <= 120 {
+        line.to_owned()
+    } else {
+        format!("{}…", line.chars().take(120).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rename_is_told_apart_from_a_deletion() {
+        assert_eq!(renamed_in_edit("def get_total(prices):", "def compute_total(prices):"), ["get_total"]);
+        assert!(renamed_in_edit("return total / len(values)", "return 0.0").is_empty(), "nothing new: a deletion");
+        assert!(renamed_in_edit("x = 1", "x = 2").is_empty());
+        assert_eq!(lost_definitions("def calc(a):\n    return a\n", "def compute(a):\n    return a\n"), ["calc"]);
+        assert!(lost_definitions("def calc(a):\n    return a\n", "def calc(a):\n    return 2 * a\n").is_empty());
+        assert!(has_word("x = get_total(p)", "get_total") && !has_word("x = get_totals(p)", "get_total"));
+    }
+}

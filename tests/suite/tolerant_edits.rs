@@ -1,0 +1,106 @@
+//! Edits as a small model makes them, through the real binary: an
+//! `old_string` that leaves out a docstring, a "rewrite" holding only the
+//! new function, a rename that forgets the callers. Each must land (or be
+//! caught) and the tool result must say what happened.
+
+use serde_json::json;
+
+use super::tools::call_tool;
+use super::worker::mock_worker;
+
+const BILLING: &str =
+    "def get_total(prices):\n    \"\"\"Sum of the prices, rounded to cents.\"\"\"\n    return round(sum(prices), 2)\n";
+const REPORT: &str =
+    "from billing import get_total\n\n\ndef summary(prices):\n    return f\"total {get_total(prices)}\"\n";
+
+#[tokio::test]
+async fn an_old_string_without_the_docstring_still_renames_and_the_callers_are_named() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("billing.py"), BILLING).unwrap();
+    std::fs::write(ws.join("report.py"), REPORT).unwrap();
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "billing.py",
+               "old_string": "def get_total(prices):\n    return round(sum(prices), 2)",
+               "new_string": "def compute_total(prices):\n    return round(sum(prices), 2)"}),
+    )
+    .await;
+    assert!(out.starts_with("edited billing.py: old_string matched lines 1-3 with line 2 left out"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("billing.py")).unwrap(), BILLING.replace("get_total", "compute_total"));
+    // The uses of the old name that the rename left behind, with their lines.
+    assert!(out.contains("took away `get_total`, which is still used here:"), "{out}");
+    assert!(out.contains("report.py:1: from billing import get_total"), "{out}");
+    assert!(out.contains("report.py:5: return f\"total {get_total(prices)}\""), "{out}");
+    // Once every use is renamed, no note.
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "report.py", "old_string": "get_total", "new_string": "compute_total", "replace_all": true}),
+    )
+    .await;
+    assert!(out.starts_with("edited report.py: replaced 2 occurrences") && !out.contains("Note:"), "{out}");
+    // Two regions that both fit: no guess, the closest region is quoted.
+    std::fs::write(ws.join("twice.py"), "a = 1\nx = 0\nb = 2\na = 1\ny = 0\nb = 2\n").unwrap();
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "twice.py", "old_string": "a = 1\nb = 2", "new_string": "a = 1\nb = 3"}),
+    )
+    .await;
+    assert!(out.starts_with("Error: twice.py: old_string not found"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("twice.py")).unwrap(), "a = 1\nx = 0\nb = 2\na = 1\ny = 0\nb = 2\n");
+}
+
+#[tokio::test]
+async fn a_rewrite_holding_only_new_definitions_is_merged_not_a_wipe() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let util = "def shout(text):\n    \"\"\"Upper-case text.\"\"\"\n    return text.upper() + \"!\"\n\n\ndef initials(name):\n    return \"\".join(p[0] for p in name.split())\n\n\nif __name__ == \"__main__\":\n    print(shout(\"hi\"))\n";
+    std::fs::write(ws.join("util.py"), util).unwrap();
+    call_tool(&mut w, &mock, "read_file", json!({"file_path": "util.py"})).await;
+    let added = "def is_palindrome(text):\n    t = text.lower()\n    return t == t[::-1]\n";
+    let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "util.py", "content": added})).await;
+    assert!(out.starts_with("merged into util.py") && out.contains("added is_palindrome"), "{out}");
+    let now = std::fs::read_to_string(ws.join("util.py")).unwrap();
+    assert_eq!(
+        now,
+        util.replace(
+            "\n\n\nif __name__",
+            &format!("\n\n\n{}\n\nif __name__", added.trim_end_matches('\n').to_owned() + "\n")
+        )
+    );
+    // The same call again changes nothing and says so.
+    let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "util.py", "content": added})).await;
+    assert!(out.starts_with("no change: util.py already holds these definitions"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("util.py")).unwrap(), now);
+    // A fixed function alone replaces its old self, nothing else.
+    let fixed = "def shout(text):\n    return text.upper() + \"!!\"\n";
+    let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "util.py", "content": fixed})).await;
+    assert!(out.contains("replaced the old shout"), "{out}");
+    let after = std::fs::read_to_string(ws.join("util.py")).unwrap();
+    assert!(
+        after.starts_with(fixed) && after.contains("def initials(name):") && after.contains("def is_palindrome"),
+        "{after}"
+    );
+    // Content that is not only definitions is guarded as before (refused once).
+    let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "util.py", "content": "print('hi')\n"})).await;
+    assert!(out.starts_with("Error: not written: this would remove"), "{out}");
+}
+
+#[tokio::test]
+async fn a_rewrite_that_drops_a_used_definition_names_its_users() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("billing.py"), BILLING).unwrap();
+    std::fs::write(ws.join("report.py"), REPORT).unwrap();
+    call_tool(&mut w, &mock, "read_file", json!({"file_path": "billing.py"})).await;
+    let renamed = BILLING.replace("get_total", "compute_total");
+    let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "billing.py", "content": renamed})).await;
+    assert!(out.starts_with("overwrote billing.py"), "{out}");
+    assert!(out.contains("report.py:1: from billing import get_total") && out.contains("report.py:5:"), "{out}");
+}
