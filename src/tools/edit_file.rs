@@ -42,11 +42,10 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 /// ([`super::references`]).
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
+    let file_path = args.file_path.clone();
     let done = apply(args, ctx)?;
-    Ok(match super::references::still_used(ctx, &renamed) {
-        Some(note) => done + &note,
-        None => done,
-    })
+    let note = super::references::still_used(ctx, &renamed).unwrap_or_default();
+    Ok(done + &note + &super::syntax::after_write(ctx, &file_path))
 }
 
 fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {

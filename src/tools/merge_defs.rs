@@ -11,6 +11,8 @@
 //! is added at the end (before a trailing `if __name__ == "__main__":`
 //! block), new import lines go after the file's last import.
 //!
+//! [`changed_lines`] handles content made of only the few lines that change.
+//!
 //! Aider's "lazy model" handling and its whole-file format are the
 //! background: a small model rewrites the part it thinks about. The merge
 //! applies only to content made of nothing but imports and definitions;
@@ -155,11 +157,78 @@ pub fn merge(old: &str, new: &str) -> Option<Merged> {
     Some(Merged { content, replaced, added, imports: count })
 }
 
+/// Lines of content, at most, that [`changed_lines`] treats as "only the
+/// lines that change".
+const MAX_CHANGED_LINES: usize = 4;
+/// How alike (normalised Levenshtein, trimmed) a content line and the file
+/// line it replaces must be.
+const LINE_ALIKE: f64 = 0.7;
+
+/// The other lazy rewrite: content holding only the few lines that change
+/// (`from utils import compute_total` for a file whose first line imports
+/// `calc_total`). Each content line must be most like exactly one file line
+/// (at least [`LINE_ALIKE`], no other line as close) and differ from it;
+/// those lines are replaced in place, indentation kept. Returns the new
+/// file and the replaced 1-based line numbers; `None` otherwise.
+pub fn changed_lines(old: &str, new: &str) -> Option<(String, Vec<usize>)> {
+    let wanted: Vec<&str> = new.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if wanted.is_empty() || wanted.len() > MAX_CHANGED_LINES {
+        return None;
+    }
+    let mut lines: Vec<String> = old.lines().map(str::to_owned).collect();
+    let mut replaced = Vec::new();
+    for want in wanted {
+        let mut best: Option<(f64, usize)> = None;
+        let mut tie = false;
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim();
+            if t.is_empty() {
+                continue;
+            }
+            let score = strsim::normalized_levenshtein(t, want);
+            match best {
+                Some((b, _)) if (score - b).abs() < 1e-9 => tie = true,
+                Some((b, _)) if score < b => {}
+                _ => {
+                    best = Some((score, i));
+                    tie = false;
+                }
+            }
+        }
+        let (score, i) = best?;
+        if tie || !(LINE_ALIKE..1.0).contains(&score) || replaced.contains(&(i + 1)) {
+            return None;
+        }
+        let indent: String = lines[i].chars().take_while(|c| c.is_whitespace()).collect();
+        lines[i] = format!("{indent}{want}");
+        replaced.push(i + 1);
+    }
+    let eol = if old.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut content = lines.join(eol);
+    if old.ends_with('\n') {
+        content.push_str(eol);
+    }
+    Some((content, replaced))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const OLD: &str = "import math\n\n\ndef shout(text):\n    \"\"\"Loud.\"\"\"\n    return text.upper()\n\n\n@cache\ndef area(r):\n    return math.pi * r * r\n\n\nif __name__ == \"__main__\":\n    print(area(1))\n";
+
+    #[test]
+    fn only_the_changed_lines_are_replaced() {
+        let old =
+            "from utils import calc_total\n\nCART = [1]\n\nif __name__ == \"__main__\":\n    print(calc_total(CART))\n";
+        let (new, lines) = changed_lines(old, "from utils import compute_total\n").unwrap();
+        assert_eq!(lines, [1]);
+        assert_eq!(new, old.replacen("calc_total", "compute_total", 1));
+        let (new, _) = changed_lines(old, "from utils import compute_total\nprint(compute_total(CART))").unwrap();
+        assert_eq!(new, old.replace("calc_total", "compute_total"));
+        assert!(changed_lines(old, "import os").is_none(), "like no line");
+        assert!(changed_lines("x = 1\nx = 1\n", "x = 2").is_none(), "two lines equally alike");
+    }
 
     #[test]
     fn blocks_carry_their_decorators_and_stop_at_the_next_top_level_line() {

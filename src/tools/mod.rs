@@ -18,10 +18,12 @@ pub mod edit_match;
 pub mod glob;
 pub mod grep;
 pub mod merge_defs;
+pub mod merge_json;
 pub mod read_file;
 pub mod references;
 pub mod spec;
 pub mod supervisor;
+pub mod syntax;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,8 @@
 //! that would drop most of a file's lines is refused once (see
 //! [`MOSTLY_DROPPED`]); the same write asked for again goes through. Such a
 //! rewrite made only of definitions (and imports) is merged into the file
-//! instead ([`super::merge_defs`]).
+//! instead ([`super::merge_defs`]), and a partial JSON object changes only
+//! the values it gives ([`super::merge_json`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -42,6 +43,12 @@ pub const DESCRIPTION: &str =
 /// Writes the file. Errors (to the model): outside the workspace, a
 /// directory in the way, I/O failures.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    let file_path = args.file_path.clone();
+    let done = write(args, ctx)?;
+    Ok(done + &super::syntax::after_write(ctx, &file_path))
+}
+
+fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
@@ -53,6 +60,19 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     let old = existing_text(&target);
     if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
+        && let Some((merged, changes)) = super::merge_json::merge(old, &args.content)
+    {
+        let changed: Vec<String> = changes.iter().map(|(path, was, now)| format!("{path} {was} → {now}")).collect();
+        return match target.write_atomic(merged.as_bytes()) {
+            Ok(()) => Ok(format!(
+                "merged into {shown}: your content holds part of its JSON, so only the values that differ were \
+                 changed: {}; the rest of {shown} is kept as it was.",
+                changed.join(", ")
+            )),
+            Err(e) => failed(format!("{shown}: write failed: {e}")),
+        };
+    }
+    if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
         && let Some(m) = super::merge_defs::merge(old, &args.content)
     {
         if m.unchanged() {
@@ -63,6 +83,25 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         }
         return match target.write_atomic(m.content.as_bytes()) {
             Ok(()) => Ok(merged_report(&shown, &m)),
+            Err(e) => failed(format!("{shown}: write failed: {e}")),
+        };
+    }
+    if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
+        && let Some((merged, lines)) = super::merge_defs::changed_lines(old, &args.content)
+    {
+        let before: Vec<&str> = old.lines().collect();
+        let was: Vec<&str> = lines.iter().filter_map(|n| before.get(n - 1).copied()).collect();
+        let renamed = super::references::renamed_in_edit(&was.join("\n"), &args.content);
+        let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
+        return match target.write_atomic(merged.as_bytes()) {
+            Ok(()) => Ok(format!(
+                "merged into {shown}: your content holds only lines like its line{} {}, so those were replaced \
+                 and the rest of {shown} is kept. Lines now:\n{}{}",
+                if lines.len() == 1 { "" } else { "s" },
+                lines.join(", "),
+                numbered(&merged),
+                super::references::still_used(ctx, &renamed).unwrap_or_default()
+            )),
             Err(e) => failed(format!("{shown}: write failed: {e}")),
         };
     }
@@ -91,6 +130,11 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
 /// asked for again must run, not be answered as a repeat.
 pub fn is_drop_refusal(result: &str) -> bool {
     result.strip_prefix("Error: ").is_some_and(|e| e.starts_with(DROP_REFUSAL))
+}
+
+/// `text` numbered as read_file shows it (first 40 lines).
+fn numbered(text: &str) -> String {
+    text.lines().take(40).enumerate().map(|(i, l)| format!("{:>6}\t{l}\n", i + 1)).collect()
 }
 
 /// The existing file's text, when it is one `read_file` could have shown
@@ -149,7 +193,9 @@ fn drop_guard(target: &Confined, old: &str, shown: &str, content: &str, ctx: &To
     }
     // Nothing of the old file kept: most likely code meant to be added. A
     // small model copies a complete call better than it follows advice.
-    let how = match unique_tail(old).filter(|_| kept == 0) {
+    // Data (JSON and the like) is never "added at the end".
+    let data = |t: &str| t.trim_start().starts_with(['{', '[']);
+    let how = match unique_tail(old).filter(|_| kept == 0 && !data(old) && !data(content)) {
         Some(last) => {
             let call = serde_json::json!({"name": "edit_file", "arguments": {
                 "file_path": shown,

@@ -104,3 +104,62 @@ async fn a_rewrite_that_drops_a_used_definition_names_its_users() {
     assert!(out.starts_with("overwrote billing.py"), "{out}");
     assert!(out.contains("report.py:1: from billing import get_total") && out.contains("report.py:5:"), "{out}");
 }
+
+#[tokio::test]
+async fn a_partial_json_rewrite_changes_only_its_values() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let config = "{\n  \"server\": {\n    \"host\": \"localhost\",\n    \"timeout\": 30,\n    \"retries\": 2\n  },\n  \"log\": {\n    \"level\": \"info\",\n    \"file\": \"app.log\"\n  }\n}\n";
+    std::fs::write(ws.join("config.json"), config).unwrap();
+    call_tool(&mut w, &mock, "read_file", json!({"file_path": "config.json"})).await;
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "write_file",
+        json!({"file_path": "config.json", "content": "{\"server\":{\"host\":\"localhost\",\"timeout\":60,\"retries\":2}}"}),
+    )
+    .await;
+    assert!(out.starts_with("merged into config.json") && out.contains("server.timeout 30 → 60"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("config.json")).unwrap(), config.replace("30", "60"));
+    // A partial object with a key the file lacks is not guessed at: refused
+    // once, and never with advice to append JSON to the end.
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "write_file",
+        json!({"file_path": "config.json", "content": "{\"server\":{\"port\":1}}"}),
+    )
+    .await;
+    assert!(out.starts_with("Error: not written") && !out.contains("at the end"), "{out}");
+}
+
+#[tokio::test]
+async fn a_rewrite_holding_only_the_changed_line_replaces_that_line_and_breakage_is_named() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let main = "from utils import calc_total\n\nCART = [(\"pen\", 10)]\n\nif __name__ == \"__main__\":\n    print(calc_total(CART))\n";
+    std::fs::write(ws.join("main.py"), main).unwrap();
+    call_tool(&mut w, &mock, "read_file", json!({"file_path": "main.py"})).await;
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "write_file",
+        json!({"file_path": "main.py", "content": "from utils import compute_total\n"}),
+    )
+    .await;
+    assert!(out.starts_with("merged into main.py: your content holds only lines like its line 1"), "{out}");
+    assert!(out.contains("main.py:6: print(calc_total(CART))"), "the use left behind: {out}");
+    assert_eq!(std::fs::read_to_string(ws.join("main.py")).unwrap(), main.replacen("calc_total", "compute_total", 1));
+    // A file that no longer parses is named in the result (Python via
+    // python3's ast, JSON in-process).
+    let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "bad.json", "content": "{\"a\": 1"})).await;
+    assert!(out.contains("Warning: bad.json does not parse now"), "{out}");
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "main.py", "old_string": "CART = [", "new_string": "  CART = ["}),
+    )
+    .await;
+    assert!(out.contains("Warning: main.py does not parse now: IndentationError"), "{out}");
+}

@@ -1,0 +1,98 @@
+//! After a write: does the file still parse? A warning the model reads in
+//! the tool result, the cheap form of the diagnostics an editor shows.
+//!
+//! Owns: [`warning`]. JSON is parsed in-process (`serde_json`). Python is
+//! parsed by `python3 -I` with `ast.parse` (parsing runs none of the
+//! file's code), with an empty environment, the source on stdin and a
+//! 3-second limit; without `python3` on `PATH` nothing is said. Other
+//! files are not checked.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Bytes of a file, at most, that are checked.
+const MAX_BYTES: usize = 512 * 1024;
+/// How long `python3` may take.
+const PYTHON_LIMIT: Duration = Duration::from_secs(3);
+
+const PARSE: &str = "import ast, sys\ntry:\n    ast.parse(sys.stdin.read())\nexcept SyntaxError as e:\n    print(f'{type(e).__name__}: {e.msg} (line {e.lineno})')\n";
+
+/// `"\nWarning: …"` when `content`, the new text of `path` (shown to the
+/// model as `shown`), no longer parses; `None` when it does or cannot be
+/// checked.
+pub fn warning(path: &Path, shown: &str, content: &str) -> Option<String> {
+    if content.len() > MAX_BYTES {
+        return None;
+    }
+    let problem = match path.extension().and_then(|e| e.to_str())? {
+        "json" => serde_json::from_str::<serde_json::Value>(content).err().map(|e| e.to_string()),
+        "py" => python(content),
+        _ => None,
+    }?;
+    Some(format!("\nWarning: {shown} does not parse now: {problem}. Read it and fix it."))
+}
+
+/// [`warning`] for the file a tool just wrote, read back through the
+/// workspace confinement; empty when there is nothing to say.
+pub fn after_write(ctx: &super::ToolContext, file_path: &str) -> String {
+    let Ok(target) = ctx.resolve(file_path) else { return String::new() };
+    let Ok(file) = target.open_read() else { return String::new() };
+    let mut content = String::new();
+    if std::io::Read::read_to_string(&mut std::io::Read::take(&file, MAX_BYTES as u64 + 1), &mut content).is_err() {
+        return String::new();
+    }
+    warning(target.path(), &ctx.display(target.path()), &content).unwrap_or_default()
+}
+
+fn python(content: &str) -> Option<String> {
+    let mut child = Command::new("python3")
+        .args(["-I", "-c", PARSE])
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let source = content.to_owned();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(source.as_bytes());
+    });
+    let deadline = Instant::now() + PYTHON_LIMIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let _ = writer.join();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    let out = out.trim();
+    (!out.is_empty()).then(|| out.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_json_and_python_are_named() {
+        assert!(warning(Path::new("a.json"), "a.json", "{\"a\": 1}").is_none());
+        let w = warning(Path::new("a.json"), "a.json", "{\"a\": 1").unwrap();
+        assert!(w.contains("a.json does not parse now"), "{w}");
+        assert!(warning(Path::new("a.txt"), "a.txt", "{").is_none());
+        if Command::new("python3").arg("-V").output().is_ok() {
+            assert!(warning(Path::new("m.py"), "m.py", "def f():\n    return 1\n").is_none());
+            let w = warning(Path::new("m.py"), "m.py", "    print(1)\nx = 2\n").unwrap();
+            assert!(w.contains("IndentationError: unexpected indent (line 1)"), "{w}");
+        }
+    }
+}
