@@ -16,6 +16,10 @@ use super::confine::Confined;
 use super::read_file::MAX_FILE_BYTES;
 use super::{ToolContext, ToolError, failed};
 
+/// Characters `new_string` needs (trimmed) before an edit whose
+/// `old_string` is missing and whose `new_string` is present counts as made.
+const MIN_ALREADY_CHARS: usize = 8;
+
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Args {
@@ -72,6 +76,15 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     };
     let starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
     if starts.is_empty() {
+        // The edit was made already (a small model repeats its last call):
+        // say so, with no error to retry on.
+        if let Some(at) = content.find(new.trim()).filter(|_| new.trim().len() >= MIN_ALREADY_CHARS) {
+            return Ok(format!(
+                "no change: {shown} already holds new_string (at line {}) and old_string is gone: this edit is \
+                 made. Go on with the rest of the task.",
+                line_of(&content, at)
+            ));
+        }
         // Same lines but for indentation and trailing spaces: edit them, re-indented.
         if let [(from, to, indent)] = &loose_matches(&content, &args.old_string)[..] {
             let (from, to) = (*from, *to);
@@ -123,6 +136,21 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                 "edited {shown}: old_string matched lines {first}-{last} with {left_out} left out of it (kept as \
                  they are); changed the lines that differ in new_string. Lines around the change:\n{}",
                 excerpt(&g.updated, first, span.saturating_sub(first) + 1)
+            ));
+        }
+        // JSON quoted as a partial object ({"server":{"timeout":30}}): the
+        // values new_string gives, set where the file has them.
+        if let Some((updated, changes)) = super::merge_json::merge(&content, &args.new_string)
+            .filter(|(_, c)| !c.is_empty() && super::merge_json::merge(&content, &args.old_string).is_some())
+        {
+            if let Err(e) = target.write_atomic(updated.as_bytes()) {
+                return failed(format!("{shown}: write failed: {e}"));
+            }
+            let changed: Vec<String> = changes.iter().map(|(p, was, now)| format!("{p} {was} → {now}")).collect();
+            return Ok(format!(
+                "edited {shown}: old_string and new_string are parts of its JSON; changed {} and kept the rest \
+                 as it was.",
+                changed.join(", ")
             ));
         }
         let region = super::edit_match::closest_region(&content, &args.old_string);

@@ -36,7 +36,7 @@ pub const DESCRIPTION: &str = "Find files by glob pattern, newest first. `*` doe
 /// Lists matches. Errors (to the model): bad pattern, path outside the
 /// workspace or not a directory.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-    let target = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
+    let target = ctx.resolve(args.path.as_deref().filter(|p| !p.trim().is_empty()).unwrap_or("."))?;
     let root = target.path().to_path_buf();
     if !target.is_dir() {
         return failed(format!("{} is not a directory", ctx.display(&root)));
@@ -44,7 +44,14 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let mut pattern = args.pattern.trim().trim_start_matches("./");
     // `{path: "src", pattern: "src/**/*.py"}`: the model meant the pattern
     // from the workspace; taken relative to `path`, it would match nothing.
-    let base = args.path.as_deref().unwrap_or(".").trim().trim_start_matches("./").trim_end_matches('/');
+    let base = args
+        .path
+        .as_deref()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or(".")
+        .trim()
+        .trim_start_matches("./")
+        .trim_end_matches('/');
     if !base.is_empty()
         && base != "."
         && let Some(rest) = pattern.strip_prefix(base).and_then(|r| r.strip_prefix('/'))

@@ -87,7 +87,7 @@ struct FileHits {
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     // A resolved path holds no links; the walk below follows none, so a
     // link to a directory outside is never searched.
-    let target = ctx.resolve(args.path.as_deref().unwrap_or("."))?;
+    let target = ctx.resolve(args.path.as_deref().filter(|p| !p.trim().is_empty()).unwrap_or("."))?;
     let root = target.path().to_path_buf();
     if !target.exists() {
         return failed(format!("{} does not exist", ctx.display(&root)));

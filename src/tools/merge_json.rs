@@ -15,9 +15,9 @@ use serde_json::Value;
 /// One changed setting: its dotted path, the old and the new value (as JSON).
 pub type Change = (String, String, String);
 
-/// `old` with the values `new` changes, and the changes; `None` when this
-/// is not a partial rewrite of `old` (see the module docs), or changes
-/// nothing.
+/// `old` with the values `new` changes, and the changes (none when `old`
+/// already has every value); `None` when this is not a partial rewrite of
+/// `old` (see the module docs).
 pub fn merge(old: &str, new: &str) -> Option<(String, Vec<Change>)> {
     let (Ok(Value::Object(before)), Ok(Value::Object(after))) =
         (serde_json::from_str::<Value>(old), serde_json::from_str::<Value>(new))
@@ -38,7 +38,7 @@ pub fn merge(old: &str, new: &str) -> Option<(String, Vec<Change>)> {
         content = format!("{}{}{}", &content[..splice.from], splice.replacement, &content[splice.to..]);
         changes.push((path, was_s, now_s));
     }
-    (!changes.is_empty()).then_some((content, changes))
+    Some((content, changes))
 }
 
 /// The leaves of `new` whose value differs from `old`'s at the same path:
@@ -74,7 +74,7 @@ mod tests {
         assert_eq!(merged, CONFIG.replace("30", "60"));
         assert_eq!(changes, vec![("server.timeout".to_owned(), "30".to_owned(), "60".to_owned())]);
         assert!(merge(CONFIG, r#"{"server":{"port":1}}"#).is_none(), "a new key is not a partial rewrite");
-        assert!(merge(CONFIG, r#"{"server":{"timeout":30}}"#).is_none(), "nothing changes");
+        assert!(merge(CONFIG, r#"{"server":{"timeout":30}}"#).unwrap().1.is_empty(), "nothing changes");
         assert!(merge(CONFIG, "[1]").is_none());
         let twice = "{\"a\": {\"n\": 1}, \"b\": {\"n\": 1}}";
         assert!(merge(twice, r#"{"a":{"n":2}}"#).is_none(), "the pair occurs twice: no guess");

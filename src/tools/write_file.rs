@@ -62,6 +62,12 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
         && let Some((merged, changes)) = super::merge_json::merge(old, &args.content)
     {
+        if changes.is_empty() {
+            return Ok(format!(
+                "no change: {shown} already holds every value your content gives; nothing written. The change is \
+                 made: read {shown} to see it."
+            ));
+        }
         let changed: Vec<String> = changes.iter().map(|(path, was, now)| format!("{path} {was} → {now}")).collect();
         return match target.write_atomic(merged.as_bytes()) {
             Ok(()) => Ok(format!(

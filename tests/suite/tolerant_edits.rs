@@ -163,3 +163,48 @@ async fn a_rewrite_holding_only_the_changed_line_replaces_that_line_and_breakage
     .await;
     assert!(out.contains("Warning: main.py does not parse now: IndentationError"), "{out}");
 }
+
+#[tokio::test]
+async fn json_quoted_as_a_partial_object_edits_and_a_repeat_changes_nothing() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let config = "{\n  \"server\": {\n    \"host\": \"localhost\",\n    \"timeout\": 30,\n    \"retries\": 2\n  }\n}\n";
+    std::fs::write(ws.join("config.json"), config).unwrap();
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "config.json", "old_string": "{\"server\":{\"timeout\":30,\"retries\":2}}",
+               "new_string": "{\"server\":{\"timeout\":60,\"retries\":2}}"}),
+    )
+    .await;
+    assert!(out.starts_with("edited config.json") && out.contains("server.timeout 30 → 60"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("config.json")).unwrap(), config.replace("30", "60"));
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "write_file",
+        json!({"file_path": "config.json", "content": "{\"server\":{\"timeout\":60,\"retries\":2}}"}),
+    )
+    .await;
+    assert!(out.starts_with("no change: config.json already holds every value"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("config.json")).unwrap(), config.replace("30", "60"));
+}
+
+#[tokio::test]
+async fn an_edit_made_already_is_no_error_and_the_remaining_uses_are_named_again() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("report.py"), REPORT.replacen("get_total", "compute_total", 1)).unwrap();
+    let (events, out) = super::tools::call(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "report.py", "old_string": "from billing import get_total", "new_string": "from billing import compute_total"}),
+    )
+    .await;
+    assert!(out.starts_with("no change: report.py already holds new_string (at line 1)"), "{out}");
+    assert!(out.contains("report.py:5:"), "{out}");
+    let end = events.iter().find(|e| e["event"]["event"] == "tool_end").unwrap();
+    assert_eq!(end["event"]["is_error"], false, "{end}");
+}

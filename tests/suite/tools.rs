@@ -52,6 +52,11 @@ async fn file_tools_round_trip() {
     assert_eq!(std::fs::read_to_string(ws.join("src/a.txt")).unwrap(), "alpha\nBETA\ngamma\n");
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern":"**/*.txt"})).await;
     assert_eq!(out.trim(), "src/a.txt");
+    // An empty path is the workspace, as a missing one is (a small model sends "").
+    let out = call_tool(&mut w, &mock, "glob", json!({"pattern":"**/*.txt", "path": ""})).await;
+    assert_eq!(out.trim(), "src/a.txt");
+    let out = call_tool(&mut w, &mock, "grep", json!({"pattern":"gam+a", "path": " "})).await;
+    assert!(out.starts_with("src/a.txt:3:gamma"), "{out}");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern":"gam+a"})).await;
     assert_eq!(out.trim(), "src/a.txt:3:gamma\n[1 matching line in 1 file]");
     let out = call_tool(&mut w, &mock, "bash", json!({"command":"echo out; echo err >&2; exit 3"})).await;
