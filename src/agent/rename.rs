@@ -48,12 +48,7 @@ pub fn pair(request: &str) -> Option<(String, String)> {
     None
 }
 
-/// True when `line` holds `name` as a whole word.
-fn has_word(line: &str, name: &str) -> bool {
-    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    line.match_indices(name)
-        .any(|(at, _)| !word(line[..at].chars().next_back()) && !word(line[at + name.len()..].chars().next()))
-}
+use crate::tools::references::has_word;
 
 /// Where `name` still appears as a whole word: `file:line`, at most six,
 /// paths relative to `workspace` (bounded like the workspace listing).

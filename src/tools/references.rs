@@ -111,7 +111,7 @@ pub fn lost_definitions(old: &str, new: &str) -> Vec<String> {
 }
 
 /// True when `name` occurs in `line` as a whole word.
-fn has_word(line: &str, name: &str) -> bool {
+pub fn has_word(line: &str, name: &str) -> bool {
     let word = |c: char| c.is_alphanumeric() || c == '_';
     line.match_indices(name).any(|(i, _)| {
         !line[..i].chars().next_back().is_some_and(word) && !line[i + name.len()..].chars().next().is_some_and(word)
