@@ -48,7 +48,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
     let file_path = args.file_path.clone();
     let done = apply(args, ctx)?;
-    let note = super::references::still_used(ctx, &renamed).unwrap_or_default();
+    let note = super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default();
     Ok(done + &note + &super::syntax::after_write(ctx, &file_path))
 }
 

@@ -132,6 +132,18 @@ pub fn merge(old: &str, new: &str) -> Option<Merged> {
             }
             continue;
         }
+        // A definition given under a new name with the body of one the
+        // content leaves out: a rename, done in place.
+        let given = |name: &str| new_blocks.iter().any(|n| n.name == name);
+        let tail = |ls: &[String]| ls.iter().skip(1).map(|l| l.trim().to_owned()).collect::<Vec<_>>();
+        if let Some(own) = blocks(&text)
+            .into_iter()
+            .find(|o| !given(&o.name) && o.lines.1 - o.lines.0 > 1 && tail(&lines[o.lines.0..o.lines.1]) == tail(&body))
+        {
+            lines.splice(own.lines.0..own.lines.1, body);
+            replaced.push(format!("{} (now {})", own.name, b.name));
+            continue;
+        }
         let at = lines.iter().rposition(|l| l.starts_with("if __name__")).unwrap_or(lines.len());
         let mut before = at;
         while before > 0 && lines[before - 1].trim().is_empty() {
@@ -259,6 +271,9 @@ mod tests {
             OLD.replace("    \"\"\"Loud.\"\"\"\n    return text.upper()\n", "    return text.upper() + \"!\"\n")
         );
         assert!(merge(OLD, "x = 1\ndef f():\n    pass\n").is_none(), "top-level code: not a merge");
+        let m = merge(OLD, "def yell(text):\n    \"\"\"Loud.\"\"\"\n    return text.upper()\n").unwrap();
+        assert_eq!(m.replaced, ["shout (now yell)"], "same body, new name: a rename in place");
+        assert_eq!(m.content, OLD.replace("def shout", "def yell"));
         assert!(merge(OLD, "print('hi')\n").is_none(), "no definition");
         assert!(merge(OLD, "def shout(text):\n    \"\"\"Loud.\"\"\"\n    return text.upper()\n").unwrap().unchanged());
     }

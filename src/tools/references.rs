@@ -118,9 +118,18 @@ pub fn has_word(line: &str, name: &str) -> bool {
     })
 }
 
+/// How the names of a note went away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// An edit replaced them with other names (a rename).
+    Renamed,
+    /// A rewrite of the file no longer defines them.
+    Undefined,
+}
+
 /// The note naming where `names` are still used in the workspace (the
 /// edited file included), or `None` when they are not.
-pub fn still_used(ctx: &ToolContext, names: &[String]) -> Option<String> {
+pub fn still_used(ctx: &ToolContext, names: &[String], why: Why) -> Option<String> {
     if names.is_empty() {
         return None;
     }
@@ -146,8 +155,15 @@ pub fn still_used(ctx: &ToolContext, names: &[String]) -> Option<String> {
     }
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     let more = if total > uses.len() { format!("\n  ({} more)", total - uses.len()) } else { String::new() };
+    let (what, advice) = match why {
+        Why::Renamed => ("this change took away", "If it was renamed, change these too."),
+        Why::Undefined => (
+            "this file no longer defines",
+            "If you did not mean to remove it, put its definition back (the code that uses it is right).",
+        ),
+    };
     Some(format!(
-        "\nNote: this change took away {}, which is still used here:\n  {}{more}\nIf it was renamed, change these too.",
+        "\nNote: {what} {}, which is still used here:\n  {}{more}\n{advice}",
         quoted.join(", "),
         uses.join("\n  ")
     ))

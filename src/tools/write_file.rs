@@ -78,7 +78,8 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             Err(e) => failed(format!("{shown}: write failed: {e}")),
         };
     }
-    if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
+    if let Some(old) =
+        old.as_deref().filter(|old| mostly_dropped(old, &args.content) || drops_definitions(old, &args.content))
         && let Some(m) = super::merge_defs::merge(old, &args.content)
     {
         if m.unchanged() {
@@ -87,8 +88,10 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                  code, use edit_file."
             ));
         }
+        let gone = super::references::lost_definitions(old, &m.content);
         return match target.write_atomic(m.content.as_bytes()) {
-            Ok(()) => Ok(merged_report(&shown, &m)),
+            Ok(()) => Ok(merged_report(&shown, &m)
+                + &super::references::still_used(ctx, &gone, super::references::Why::Renamed).unwrap_or_default()),
             Err(e) => failed(format!("{shown}: write failed: {e}")),
         };
     }
@@ -106,7 +109,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                 if lines.len() == 1 { "" } else { "s" },
                 lines.join(", "),
                 numbered(&merged),
-                super::references::still_used(ctx, &renamed).unwrap_or_default()
+                super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default()
             )),
             Err(e) => failed(format!("{shown}: write failed: {e}")),
         };
@@ -120,7 +123,8 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         Ok(()) => {
             ctx.mark_read(&path);
             let lost = old.as_deref().map(|old| super::references::lost_definitions(old, &args.content));
-            let note = super::references::still_used(ctx, &lost.unwrap_or_default()).unwrap_or_default();
+            let note = super::references::still_used(ctx, &lost.unwrap_or_default(), super::references::Why::Undefined)
+                .unwrap_or_default();
             Ok(format!(
                 "{} {shown}: {} bytes written{note}",
                 if existed { "overwrote" } else { "created" },
@@ -168,6 +172,13 @@ fn kept_lines(old: &str, content: &str) -> (usize, usize) {
 fn mostly_dropped(old: &str, content: &str) -> bool {
     let (kept, total) = kept_lines(old, content);
     total >= GUARDED_LINES && kept * 100 < total * MOSTLY_DROPPED && !reformatted(old, content)
+}
+
+/// True when `content` leaves out definitions `old` has (a small model
+/// "fixing" one function writes that function alone).
+fn drops_definitions(old: &str, content: &str) -> bool {
+    let given: Vec<String> = super::merge_defs::blocks(content).into_iter().map(|b| b.name).collect();
+    !given.is_empty() && super::merge_defs::blocks(old).iter().any(|b| !given.contains(&b.name))
 }
 
 /// What the model is told after a merge.

@@ -93,7 +93,7 @@ async fn a_rewrite_holding_only_new_definitions_is_merged_not_a_wipe() {
 }
 
 #[tokio::test]
-async fn a_rewrite_that_drops_a_used_definition_names_its_users() {
+async fn a_rewrite_that_renames_a_used_definition_names_its_users_and_one_fix_keeps_the_rest() {
     let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("billing.py"), BILLING).unwrap();
@@ -101,8 +101,24 @@ async fn a_rewrite_that_drops_a_used_definition_names_its_users() {
     call_tool(&mut w, &mock, "read_file", json!({"file_path": "billing.py"})).await;
     let renamed = BILLING.replace("get_total", "compute_total");
     let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "billing.py", "content": renamed})).await;
-    assert!(out.starts_with("overwrote billing.py"), "{out}");
+    assert!(out.starts_with("merged into billing.py") && out.contains("get_total (now compute_total)"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("billing.py")).unwrap(), renamed);
     assert!(out.contains("report.py:1: from billing import get_total") && out.contains("report.py:5:"), "{out}");
+    // One function of several, fixed and written alone: the others stay
+    // (they were dropped before, and the model then "fixed" their tests).
+    let calc = "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a + b\n";
+    std::fs::write(ws.join("calc.py"), calc).unwrap();
+    call_tool(&mut w, &mock, "read_file", json!({"file_path": "calc.py"})).await;
+    let fixed = "def subtract(a, b):\n    return a - b\n";
+    let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "calc.py", "content": fixed})).await;
+    assert!(out.contains("replaced the old subtract"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("calc.py")).unwrap(),
+        calc.replace(
+            "a + b\n\n\ndef subtract(a, b):\n    return a + b",
+            "a + b\n\n\ndef subtract(a, b):\n    return a - b"
+        )
+    );
 }
 
 #[tokio::test]
