@@ -351,7 +351,13 @@ pub async fn run(
         }
         let went_round = results.iter().filter_map(|(sig, text)| cycles.record(sig, text)).max();
         if let Some(period) = went_round {
-            if cycles.found == 1 {
+            // Redoing a change the tools say is made ("no change: …"): the
+            // work is done; ask for the answer now (ok when files changed).
+            let redoing = cycles.round(period).iter().any(|(_, r)| r.starts_with(tools::NO_CHANGE));
+            if redoing && progress.wrote() && !wrap_up {
+                wrap_up = true;
+                conv.push_note(&loop_guard::wrap_up_note(message));
+            } else if cycles.found == 1 {
                 let mut note = loop_guard::cycle_note(&cycles.round(period), progress.change_pending(message));
                 if let Some(left) = rename::unfinished(message, &config.workspace) {
                     note.push(' ');

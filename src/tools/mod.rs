@@ -18,6 +18,10 @@ pub mod edit_match;
 pub mod glob;
 pub mod grep;
 pub mod merge_defs;
+
+/// How a file tool's result starts when the change asked for is already in
+/// the file and nothing was written (`edit_file`, `write_file`).
+pub const NO_CHANGE: &str = "no change: ";
 pub mod merge_json;
 pub mod read_file;
 pub mod references;

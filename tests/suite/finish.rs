@@ -308,3 +308,33 @@ async fn a_rename_done_when_the_calls_run_out_ends_ok_and_one_half_done_does_not
     let (_, r) = w.result_for("t").await;
     assert_eq!(r["error"]["code"], "max_iterations", "{r}");
 }
+
+#[tokio::test]
+async fn redoing_an_edit_that_is_made_gets_the_wrap_up_and_ends_ok() {
+    let edit = json!({"file_path": "stats.py", "old_string": "def average(v):\n    return sum(v) / len(v)",
+                      "new_string": "def average(v):\n    if not v:\n        return 0.0\n    return sum(v) / len(v)"});
+    let read = json!({"file_path": "stats.py"});
+    let script = vec![
+        Reply::tool("edit_file", edit.clone()),
+        Reply::tool("read_file", read.clone()),
+        Reply::tool("edit_file", edit.clone()),
+        Reply::tool("read_file", read.clone()),
+        Reply::tool("edit_file", edit.clone()),
+        Reply::text(&["average returns 0.0 for an empty list now."]),
+    ];
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("stats.py"), "def average(v):\n    return sum(v) / len(v)\n").unwrap();
+    let (mut w, _) = w.init("0.3.0", json!({"max_iterations": 10})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Make average in stats.py return 0.0 for an empty list."}))
+        .await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let reqs = mock.requests();
+    // edit, read, "no change", read, "no change": the round is redone work, so
+    // the next request asks for the answer without tools.
+    assert_eq!(reqs.len(), 6);
+    assert_eq!(reqs[5].body["tool_choice"], "none", "{}", reqs[5].body);
+    assert!(reqs[4].body["tool_choice"].is_null());
+    assert_eq!(r["response"], "average returns 0.0 for an empty list now.");
+}
