@@ -117,14 +117,6 @@ pub async fn run(
                 stats.verification = Some(verification);
                 return Outcome::Ok { response: answer };
             }
-            // A rename is checkable without a command: done when the old
-            // name appears nowhere and the new one does.
-            if checks
-                && progress.wrote()
-                && let Some(answer) = rename::finished(message, &config.workspace, &progress.account())
-            {
-                return Outcome::Ok { response: answer };
-            }
             let error = ErrorEnvelope::new(
                 ErrorCode::MaxIterations,
                 format!(

@@ -88,21 +88,6 @@ pub fn unfinished(request: &str, workspace: &Path) -> Option<String> {
     })
 }
 
-/// For a rename request whose old name appears nowhere in the workspace
-/// while the new one does: pirn's answer saying the rename is done (with
-/// `account`, the writes that succeeded); `None` otherwise.
-pub fn finished(request: &str, workspace: &Path, account: &str) -> Option<String> {
-    let (old, new) = pair(request)?;
-    let places = remaining(&new, workspace);
-    (remaining(&old, workspace).is_empty() && !places.is_empty()).then(|| {
-        format!(
-            "Done: `{old}` is renamed to `{new}`; `{old}` appears nowhere in the workspace now and `{new}` appears \
-             at {} (checked by pirn when the model calls ran out). {account}",
-            places.join(", ")
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,10 +112,7 @@ mod tests {
         assert_eq!(remaining("calc_total", ws.path()), ["main.py:1", "main.py:3"]);
         let note = unfinished("Rename calc_total to compute_total.", ws.path()).unwrap();
         assert!(note.contains("main.py:1, main.py:3") && note.contains("`compute_total`"), "{note}");
-        assert_eq!(finished("Rename calc_total to compute_total.", ws.path(), ""), None);
         std::fs::write(ws.path().join("main.py"), "print(compute_total(1))\n").unwrap();
         assert_eq!(unfinished("Rename calc_total to compute_total.", ws.path()), None);
-        let done = finished("Rename calc_total to compute_total.", ws.path(), "Changes: x.").unwrap();
-        assert!(done.starts_with("Done: `calc_total` is renamed") && done.contains("main.py:1"), "{done}");
     }
 }
