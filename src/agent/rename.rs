@@ -11,8 +11,6 @@ use std::path::Path;
 
 /// Most places named.
 const MAX_PLACES: usize = 6;
-/// Most bytes searched.
-const SEARCHED_BYTES: u64 = 16 << 20;
 /// Words between the verb and the name that are not the name.
 const KINDS: &[&str] = &["the", "function", "class", "variable", "method", "constant", "field", "key", "type", "name"];
 
@@ -48,30 +46,12 @@ pub fn pair(request: &str) -> Option<(String, String)> {
     None
 }
 
-use crate::tools::references::has_word;
-
 /// Where `name` still appears as a whole word: `file:line`, at most six,
-/// paths relative to `workspace` (bounded like the workspace listing).
+/// paths relative to `workspace` (the bounded walk of
+/// [`crate::tools::references::find_uses`]).
 pub fn remaining(name: &str, workspace: &Path) -> Vec<String> {
-    let mut places = Vec::new();
-    let mut budget = SEARCHED_BYTES;
-    let walk = ignore::WalkBuilder::new(workspace).require_git(false).build().flatten();
-    for entry in walk.take(crate::context::workspace::MAX_VISITED) {
-        let len = entry.metadata().map_or(u64::MAX, |m| m.len());
-        if !entry.file_type().is_some_and(|t| t.is_file()) || len > 1 << 20 || len > budget {
-            continue;
-        }
-        budget -= len;
-        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
-        let rel = entry.path().strip_prefix(workspace).unwrap_or(entry.path()).display().to_string();
-        for (n, _) in text.lines().enumerate().filter(|(_, l)| has_word(l, name)) {
-            places.push(format!("{rel}:{}", n + 1));
-            if places.len() == MAX_PLACES {
-                return places;
-            }
-        }
-    }
-    places
+    let (uses, _) = crate::tools::references::find_uses(workspace, &[name.to_owned()], MAX_PLACES, &|| false);
+    uses.iter().map(|(path, n, _)| format!("{}:{n}", path.strip_prefix(workspace).unwrap_or(path).display())).collect()
 }
 
 /// For a rename request whose old name is still in the workspace: a

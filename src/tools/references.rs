@@ -13,6 +13,7 @@
 //! skipped), bounded in files, bytes and lines quoted.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 
@@ -127,32 +128,61 @@ pub enum Why {
     Undefined,
 }
 
+/// Where `names` occur as whole words under `root`: `(path, 1-based line,
+/// line text)` for the first `limit` lines, and how many lines in all.
+/// Bounded: at most [`MAX_FILES`] regular files of at most
+/// [`MAX_FILE_BYTES`], `.gitignore` honoured, hidden files skipped, and
+/// each file opened without following a symlink (one swapped in after the
+/// walk is not read). Stops early when `cancelled` says so.
+pub fn find_uses(
+    root: &Path,
+    names: &[String],
+    limit: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> (Vec<(PathBuf, usize, String)>, usize) {
+    let mut uses = Vec::new();
+    let mut total = 0;
+    let walk = WalkBuilder::new(root).require_git(false).max_filesize(Some(MAX_FILE_BYTES)).build();
+    for entry in walk.flatten().filter(|e| e.file_type().is_some_and(|t| t.is_file())).take(MAX_FILES) {
+        if cancelled() {
+            break;
+        }
+        let Some(text) = read_no_follow(entry.path()) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            if names.iter().any(|name| has_word(line, name)) {
+                total += 1;
+                if uses.len() < limit {
+                    uses.push((entry.path().to_path_buf(), n + 1, line.trim().to_owned()));
+                }
+            }
+        }
+    }
+    (uses, total)
+}
+
+/// A regular file's text, opened with `O_NOFOLLOW`, at most
+/// [`MAX_FILE_BYTES`]; `None` for a symlink, a non-UTF-8 or larger file.
+fn read_no_follow(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path).ok()?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text).ok()?;
+    (text.len() as u64 <= MAX_FILE_BYTES).then_some(text)
+}
+
 /// The note naming where `names` are still used in the workspace (the
 /// edited file included), or `None` when they are not.
 pub fn still_used(ctx: &ToolContext, names: &[String], why: Why) -> Option<String> {
     if names.is_empty() {
         return None;
     }
-    let mut uses: Vec<String> = Vec::new();
-    let mut total = 0;
-    let walk = WalkBuilder::new(&ctx.workspace).require_git(false).max_filesize(Some(MAX_FILE_BYTES)).build();
-    for entry in walk.flatten().filter(|e| e.file_type().is_some_and(|t| t.is_file())).take(MAX_FILES) {
-        if ctx.cancel.is_cancelled() {
-            return None;
-        }
-        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
-        for (n, line) in text.lines().enumerate() {
-            if names.iter().any(|name| has_word(line, name)) {
-                total += 1;
-                if uses.len() < MAX_USES {
-                    uses.push(format!("{}:{}: {}", ctx.display(entry.path()), n + 1, clip(line.trim())));
-                }
-            }
-        }
-    }
-    if uses.is_empty() {
+    let (found, total) = find_uses(&ctx.workspace, names, MAX_USES, &|| ctx.cancel.is_cancelled());
+    if found.is_empty() {
         return None;
     }
+    let uses: Vec<String> =
+        found.iter().map(|(path, n, line)| format!("{}:{n}: {}", ctx.display(path), clip(line))).collect();
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     let more = if total > uses.len() { format!("\n  ({} more)", total - uses.len()) } else { String::new() };
     let (what, advice) = match why {

@@ -224,3 +224,24 @@ async fn an_edit_made_already_is_no_error_and_the_remaining_uses_are_named_again
     let end = events.iter().find(|e| e["event"]["event"] == "tool_end").unwrap();
     assert_eq!(end["event"]["is_error"], false, "{end}");
 }
+
+#[tokio::test]
+async fn the_still_used_note_never_reads_through_a_symlink_out_of_the_workspace() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.py"), "get_total = 'OUTSIDE-SECRET'\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.py"), ws.join("link.py")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("linkdir")).unwrap();
+    std::fs::write(ws.join("billing.py"), BILLING).unwrap();
+    std::fs::write(ws.join("report.py"), REPORT).unwrap();
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "billing.py", "old_string": "def get_total(prices):", "new_string": "def compute_total(prices):"}),
+    )
+    .await;
+    assert!(out.contains("report.py:1:"), "the workspace's own uses are named: {out}");
+    assert!(!out.contains("OUTSIDE-SECRET") && !out.contains("link"), "nothing read through a symlink: {out}");
+}
