@@ -1,0 +1,3 @@
+from names import format_name
+
+print(format_name("Ada", "Lovelace"))

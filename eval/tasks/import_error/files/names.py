@@ -1,0 +1,2 @@
+def format_full_name(first, last):
+    return f"{first} {last}"

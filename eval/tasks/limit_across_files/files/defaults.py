@@ -1,0 +1,3 @@
+BASE_LIMIT = 24
+FACTOR = 4
+NAME = "limits"
