@@ -250,6 +250,9 @@ pub struct SessionConfig {
     /// Check answers before accepting them (`config.answer_checks`, see
     /// `agent::answer_check`).
     pub answer_checks: bool,
+    /// Make the obvious first tool calls of a send before the model's first
+    /// answer (`config.preflight`, see `agent::preflight`).
+    pub preflight: bool,
     /// Approval mode and permission rules.
     pub policy: Policy,
     /// The client answers permission requests (pirn extension).
@@ -370,6 +373,7 @@ impl SessionConfig {
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
+            preflight: config.preflight.unwrap_or(true),
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),
             permission_timeout: Duration::from_millis(

@@ -22,6 +22,7 @@ mod claims;
 pub mod emit;
 pub mod fit;
 pub mod loop_guard;
+pub mod preflight;
 mod rename;
 pub mod request;
 pub mod send_spec;
@@ -104,6 +105,12 @@ pub async fn run(
     // A budget is spent: the next answer ends the send as `budget_exceeded`.
     let mut budget_stop = false;
     let mut last_text = String::new();
+    if config.preflight && spec.output.is_none() {
+        let mut pre_cx = tool_cx.clone();
+        pre_cx.result_cap = PREFLIGHT_RESULT_BYTES;
+        let cx = CallContext { config, permissions, emit, tools: &pre_cx };
+        previous = preflight::run(&cx, conv, stats, &mut progress, message).await;
+    }
     loop {
         if spec.meter.tokens_spent() {
             let answer = Some(std::mem::take(&mut last_text)).filter(|t| !t.trim().is_empty());
@@ -235,23 +242,14 @@ pub async fn run(
                 conv.push_note(&nudge);
                 continue;
             }
-            // A wrap-up answer to a change request that changed nothing is
-            // not a finished task, whatever it says.
-            if cycle_stop || (wrap_up && progress.change_pending(message)) {
-                let why = if cycle_stop {
-                    "the model went round the same tool calls twice; stopped after its account of what it did"
-                } else {
-                    "the model kept repeating a call and made none of the changes asked for; the task is not done"
-                };
-                let error = ErrorEnvelope::new(ErrorCode::LoopDetected, why);
-                let answer = Some(completion.text).filter(|t| !t.trim().is_empty());
-                return fail(emit, error, answer.or_else(|| Some(progress.summary())), None).await;
-            }
             if config.policy.mode == ApprovalMode::Plan {
                 emit.emit(Event::PlanComplete { plan: completion.text.clone() }).await;
             }
-            // Done, says the model: after a change, check it.
-            if let Some(v) = verifier.as_mut().filter(|_| progress.wrote() && !wrap_up) {
+            // Done, says the model: after a change, check it. A wrap-up
+            // answer too: `ok` only when the work is done, and a failing
+            // check is a new fact, so the tools open again for it.
+            let mut verified = false;
+            if let Some(v) = verifier.as_mut().filter(|_| progress.wrote()) {
                 let (verification, output) = v.run(&tool_cx).await;
                 let passed = verification.passed;
                 let note = verify::note(&verification, &output);
@@ -259,6 +257,8 @@ pub async fn run(
                 if !passed && v.take_round() {
                     conv.push_note(&note);
                     previous.clear();
+                    wrap_up = false;
+                    cycle_stop = false;
                     continue;
                 }
                 if !passed {
@@ -268,6 +268,19 @@ pub async fn run(
                     );
                     return fail(emit, error, Some(completion.text), None).await;
                 }
+                verified = true;
+            }
+            // A wrap-up answer to a change request that changed nothing is
+            // not a finished task, whatever it says.
+            if !verified && (cycle_stop || (wrap_up && progress.change_pending(message))) {
+                let why = if cycle_stop {
+                    "the model went round the same tool calls twice; stopped after its account of what it did"
+                } else {
+                    "the model kept repeating a call and made none of the changes asked for; the task is not done"
+                };
+                let error = ErrorEnvelope::new(ErrorCode::LoopDetected, why);
+                let answer = Some(completion.text).filter(|t| !t.trim().is_empty());
+                return fail(emit, error, answer.or_else(|| Some(progress.summary())), None).await;
             }
             if let Some(output) = spec.output.as_mut() {
                 match output.check(&completion.text) {
@@ -369,6 +382,9 @@ pub async fn run(
 /// Estimated prompt tokens under which a session's first request goes out
 /// before the window probe: every model pirn can drive has a larger window.
 pub const PROBE_FROM_TOKENS: u64 = 2048;
+
+/// Most bytes of one preflight result (the request's command may print a lot).
+const PREFLIGHT_RESULT_BYTES: usize = 4 * 1024;
 
 /// The result of each call of an answer that made a loop.
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";

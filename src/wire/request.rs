@@ -105,6 +105,12 @@ pub struct InitConfig {
     /// (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_checks: Option<bool>,
+    /// Before the model's first answer of a send, read the files the
+    /// request names (and the workspace modules they import) and run the
+    /// check command it names, as ordinary tool calls with their events
+    /// (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<bool>,
     /// Directories outside the workspace that file tools may reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_paths: Option<Vec<String>>,

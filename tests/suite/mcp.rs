@@ -32,6 +32,7 @@ async fn mcp_tools_follow_the_allowlist_and_their_results_reach_the_model() {
     let config = json!({
         "tools": ["read_file", "mcp__files__read_*", "mcp__files__grep"],
         "mcp_servers": [pirn_mcp("files", "read_file,glob,grep,bash", tag.path())],
+        "preflight": false,
     });
     let (mut w, _) = w.init("0.3.0", config).await;
     w.write(json!({"type": "send", "id": "s1", "message": "what does hello.txt say?"})).await;

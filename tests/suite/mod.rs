@@ -20,6 +20,7 @@ mod inbox;
 mod interleavings;
 mod mcp;
 mod persist;
+mod preflight;
 mod protocol;
 mod run_cmd;
 mod security;

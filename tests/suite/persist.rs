@@ -100,7 +100,7 @@ async fn after_kill_9_mid_send_the_history_is_intact_and_the_send_reported_inter
         Reply::text(&["Resumed."]),
     ])
     .await;
-    let (mut w, ok) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    let (mut w, ok) = Worker::ready(&mock.base_url(), &[], json!({"preflight": false})).await;
     std::fs::write(w.workspace.path().join("notes.txt"), "the notes\n").unwrap();
     let sid = ok["session_id"].as_str().unwrap().to_owned();
     w.write(json!({"type": "send", "id": "7", "message": "Summarise notes.txt"})).await;

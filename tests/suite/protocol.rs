@@ -148,7 +148,8 @@ async fn tool_round_trip_sums_usage_and_feeds_the_result_back() {
         Reply::text(&["The note says hi."]),
     ])
     .await;
-    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    // No preflight: the model's own read_file is what this test follows.
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({"preflight": false})).await;
     std::fs::write(w.workspace.path().join("notes.txt"), "hi from the note\n").unwrap();
     w.write(json!({"type":"send","id":"s1","message":"what does notes.txt say?"})).await;
     let (events, r) = w.result_for("s1").await;
