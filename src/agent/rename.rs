@@ -1,16 +1,16 @@
 //! Renames a request asks for ("rename calc_total to compute_total",
 //! "replace X with Y"): where the old name still appears in the workspace.
 //!
-//! Owns: reading the pair out of the request and the bounded, whole-word
-//! search for the old name. The loop names the places in its cycle note
-//! and the answer check sends a "done" back while any remain: the logs
-//! showed a small model renaming the definition, then rewriting the same
-//! file until its calls ran out, never looking at the callers.
+//! Owns: reading the pair out of the request. The loop's cycle note and the
+//! answer check spell out the edits that finish it while the old name
+//! remains (the bounded, whole-word search is
+//! [`crate::tools::references::rename_calls`]): the logs showed a small
+//! model renaming the definition, then rewriting the same file until its
+//! calls ran out, never looking at the callers; told only where the uses
+//! were, it read those files and still did not edit them.
 
 use std::path::Path;
 
-/// Most places named.
-const MAX_PLACES: usize = 6;
 /// Words between the verb and the name that are not the name.
 const KINDS: &[&str] = &["the", "function", "class", "variable", "method", "constant", "field", "key", "type", "name"];
 
@@ -46,26 +46,14 @@ pub fn pair(request: &str) -> Option<(String, String)> {
     None
 }
 
-/// Where `name` still appears as a whole word: `file:line`, at most six,
-/// paths relative to `workspace` (the bounded walk of
-/// [`crate::tools::references::find_uses`]).
-pub fn remaining(name: &str, workspace: &Path) -> Vec<String> {
-    let (uses, _) = crate::tools::references::find_uses(workspace, &[name.to_owned()], MAX_PLACES, &|| false);
-    uses.iter().map(|(path, n, _)| format!("{}:{n}", path.strip_prefix(workspace).unwrap_or(path).display())).collect()
-}
-
 /// For a rename request whose old name is still in the workspace: a
 /// sentence naming where, for the model; `None` otherwise.
+/// The edits that finish it are spelled out
+/// ([`crate::tools::references::rename_calls`]).
 pub fn unfinished(request: &str, workspace: &Path) -> Option<String> {
     let (old, new) = pair(request)?;
-    let places = remaining(&old, workspace);
-    (!places.is_empty()).then(|| {
-        format!(
-            "`{old}` still appears in {}: each of those lines must say `{new}` too. Read those files and change \
-             the lines with edit_file.",
-            places.join(", ")
-        )
-    })
+    let ctx = crate::tools::ToolContext::new(workspace.to_path_buf(), Vec::new(), Default::default());
+    crate::tools::references::rename_calls(&ctx, &old, &new)
 }
 
 #[cfg(test)]
@@ -89,9 +77,8 @@ mod tests {
             "from utils import calc_total\nx = calc_totals\nprint(calc_total(1))\n",
         )
         .unwrap();
-        assert_eq!(remaining("calc_total", ws.path()), ["main.py:1", "main.py:3"]);
         let note = unfinished("Rename calc_total to compute_total.", ws.path()).unwrap();
-        assert!(note.contains("main.py:1, main.py:3") && note.contains("`compute_total`"), "{note}");
+        assert!(note.contains(r#""old_string":"print(calc_total(1))""#) && note.contains("`compute_total`"), "{note}");
         std::fs::write(ws.path().join("main.py"), "print(compute_total(1))\n").unwrap();
         assert_eq!(unfinished("Rename calc_total to compute_total.", ws.path()), None);
     }

@@ -46,9 +46,14 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 /// ([`super::references`]).
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
+    let pair = super::references::rename_pair(&args.old_string, &args.new_string);
     let file_path = args.file_path.clone();
     let done = apply(args, ctx)?;
-    let note = super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default();
+    let note = match pair {
+        Some((old, new)) => super::references::rename_calls(ctx, &old, &new).map(|calls| format!("\nNote: {calls}")),
+        None => super::references::still_used(ctx, &renamed, super::references::Why::Renamed),
+    }
+    .unwrap_or_default();
     Ok(done + &note + &super::syntax::after_write(ctx, &file_path))
 }
 
@@ -78,7 +83,12 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if starts.is_empty() {
         // The edit was made already (a small model repeats its last call):
         // say so, with no error to retry on.
-        if let Some(at) = content.find(new.trim()).filter(|_| new.trim().len() >= MIN_ALREADY_CHARS) {
+        // Its lines re-indented count too, while old_string's are gone.
+        let made = content.find(new.trim()).or_else(|| match &loose_matches(&content, &args.new_string)[..] {
+            [(from, _, _)] if loose_matches(&content, &args.old_string).is_empty() => Some(*from),
+            _ => None,
+        });
+        if let Some(at) = made.filter(|_| new.trim().len() >= MIN_ALREADY_CHARS) {
             return Ok(format!(
                 "no change: {shown} already holds new_string (at line {}) and old_string is gone: this edit is \
                  made. Go on with the rest of the task.",

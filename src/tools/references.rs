@@ -119,6 +119,97 @@ pub fn has_word(line: &str, name: &str) -> bool {
     })
 }
 
+/// The one name an edit renamed, as `(old, new)`: exactly one identifier of
+/// `old` is gone and exactly one new identifier came in its place.
+pub fn rename_pair(old: &str, new: &str) -> Option<(String, String)> {
+    let gone = renamed_in_edit(old, new);
+    let before: BTreeSet<&str> = identifiers(old).collect();
+    let came: Vec<&str> = identifiers(new).collect::<BTreeSet<_>>().difference(&before).copied().collect();
+    match (&gone[..], &came[..]) {
+        ([gone], [came]) => Some((gone.clone(), (*came).to_owned())),
+        _ => None,
+    }
+}
+
+/// `line` with every whole-word `old` replaced by `new`.
+pub fn replace_word(line: &str, old: &str, new: &str) -> String {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(line.len());
+    let mut last = 0;
+    for (i, _) in line.match_indices(old) {
+        if i < last {
+            continue;
+        }
+        let whole =
+            !line[..i].chars().next_back().is_some_and(word) && !line[i + old.len()..].chars().next().is_some_and(word);
+        if whole {
+            out.push_str(&line[last..i]);
+            out.push_str(new);
+            last = i + old.len();
+        }
+    }
+    out.push_str(&line[last..]);
+    out
+}
+
+/// Most edit_file calls a rename note spells out.
+const MAX_SPELLED: usize = 4;
+
+/// The edit_file calls that carry the rename of `old` to `new` into each
+/// line where `old` is still used under `ctx.workspace`: first where
+/// (`path:line`, at most [`MAX_USES`] places, and how many more), then the
+/// calls spelled out as the fenced JSON a small model copies (at most
+/// [`MAX_SPELLED`]; one per distinct line, with `replace_all` when the same
+/// line occurs more than once in its file). A sentence for the model that
+/// starts with the old name; `None` when it is used nowhere.
+pub fn rename_calls(ctx: &ToolContext, old: &str, new: &str) -> Option<String> {
+    let (found, total) = find_uses(&ctx.workspace, &[old.to_owned()], MAX_USES, &|| ctx.cancel.is_cancelled());
+    if found.is_empty() {
+        return None;
+    }
+    let places: Vec<String> = found.iter().map(|(path, n, _)| format!("{}:{n}", ctx.display(path))).collect();
+    let mut calls: Vec<String> = Vec::new();
+    let mut seen: Vec<(&PathBuf, &str)> = Vec::new();
+    for (path, _, line) in &found {
+        if calls.len() == MAX_SPELLED || seen.contains(&(path, line.as_str())) {
+            continue;
+        }
+        seen.push((path, line));
+        let repeated = read_no_follow(path).is_some_and(|t| t.lines().filter(|l| l.trim() == line).count() > 1);
+        let mut args = serde_json::json!({
+            "file_path": ctx.display(path),
+            "old_string": line,
+            "new_string": replace_word(line, old, new),
+        });
+        if repeated {
+            args["replace_all"] = serde_json::Value::Bool(true);
+        }
+        calls.push(format!("```json\n{}\n```", serde_json::json!({"name": "edit_file", "arguments": args})));
+    }
+    let more = if total > found.len() {
+        format!(" and {} more lines (grep for it)", total - found.len())
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "`{old}` is still used where `{new}` is meant, at {}{more}. To finish the rename, make these edits, one \
+         edit_file call each, exactly as written:\n{}",
+        places.join(", "),
+        calls.join("\n")
+    ))
+}
+
+/// The note after `old` (a file's text, or the part of it replaced) became
+/// `new`: the edits that finish a rename when exactly one name was renamed,
+/// else where the names `new` no longer has are still used (`why` says how
+/// they went away). `None` when nothing is left to say.
+pub fn after_change(ctx: &ToolContext, old: &str, new: &str, gone: &[String], why: Why) -> Option<String> {
+    match rename_pair(old, new) {
+        Some((from, to)) => rename_calls(ctx, &from, &to).map(|calls| format!("\nNote: {calls}")),
+        None => still_used(ctx, gone, why),
+    }
+}
+
 /// How the names of a note went away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Why {
@@ -219,5 +310,25 @@ mod tests {
         assert_eq!(lost_definitions("def calc(a):\n    return a\n", "def compute(a):\n    return a\n"), ["calc"]);
         assert!(lost_definitions("def calc(a):\n    return a\n", "def calc(a):\n    return 2 * a\n").is_empty());
         assert!(has_word("x = get_total(p)", "get_total") && !has_word("x = get_totals(p)", "get_total"));
+        assert_eq!(rename_pair("    def get_area(self):", "def area(self):"), Some(("get_area".into(), "area".into())));
+        assert_eq!(rename_pair("a = calc(x)", "a = calc(y) + other(z)"), None, "two new names: not a rename");
+        assert_eq!(replace_word("get_area(get_areas) + x.get_area", "get_area", "area"), "area(get_areas) + x.area");
+    }
+
+    #[test]
+    fn a_rename_note_spells_out_each_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("main.py"), "c = C()\nprint(c.get_area())\nprint(c.get_area())\n").unwrap();
+        std::fs::write(root.join("other.py"), "x = get_areas\n").unwrap();
+        let ctx = ToolContext::new(root.clone(), vec![], Default::default());
+        let note = rename_calls(&ctx, "get_area", "area").unwrap();
+        let want = r#"{"arguments":{"file_path":"main.py","new_string":"print(c.area())","old_string":"print(c.get_area())","replace_all":true},"name":"edit_file"}"#;
+        assert!(note.contains(want), "{note}");
+        assert!(note.starts_with("`get_area` is still used where `area` is meant, at main.py:2, main.py:3."), "{note}");
+        assert_eq!(note.matches("```json").count(), 1, "the same line once: {note}");
+        assert!(!note.contains("other.py"), "whole words only: {note}");
+        std::fs::write(root.join("main.py"), "print(c.area())\n").unwrap();
+        assert_eq!(rename_calls(&ctx, "get_area", "area"), None);
     }
 }

@@ -52,13 +52,33 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
+    let old = existing_text(&target);
     if !ctx.may_overwrite(&path) {
+        // Shown now, and counted as read: the next write is an informed one
+        // (the model had answered with this refusal's own words instead).
+        let Some(text) = old.as_deref().filter(|t| t.len() <= SHOWN_UNREAD) else {
+            return failed(format!(
+                "{shown} already exists and you have not read it: read it with read_file first, then change part \
+                 of it with edit_file (or write the complete new content with write_file)"
+            ));
+        };
+        ctx.mark_read(&path);
         return failed(format!(
-            "{shown} already exists and you have not read it: read it with read_file first, then change part of it \
-             with edit_file (or write the complete new content with write_file)"
+            "nothing written: {shown} already exists and you had not read it. It holds:\n{}Now change the part \
+             that needs changing with edit_file, or call write_file again with the complete new content.",
+            numbered_all(text)
         ));
     }
-    let old = existing_text(&target);
+    if let Some(old) = old.as_deref()
+        && same_text(old, &args.content)
+    {
+        ctx.mark_read(&path);
+        return Ok(format!(
+            "{}{shown} already holds exactly this content (at most trailing spaces or the final newline differ); \
+             nothing written. Writing it again changes nothing: if the task needs a change, make that change.",
+            super::NO_CHANGE
+        ));
+    }
     if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
         && let Some((merged, changes)) = super::merge_json::merge(old, &args.content)
     {
@@ -91,7 +111,8 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         let gone = super::references::lost_definitions(old, &m.content);
         return match target.write_atomic(m.content.as_bytes()) {
             Ok(()) => Ok(merged_report(&shown, &m)
-                + &super::references::still_used(ctx, &gone, super::references::Why::Renamed).unwrap_or_default()),
+                + &super::references::after_change(ctx, old, &m.content, &gone, super::references::Why::Renamed)
+                    .unwrap_or_default()),
             Err(e) => failed(format!("{shown}: write failed: {e}")),
         };
     }
@@ -109,7 +130,14 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                 if lines.len() == 1 { "" } else { "s" },
                 lines.join(", "),
                 numbered(&merged),
-                super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default()
+                super::references::after_change(
+                    ctx,
+                    &was.join("\n"),
+                    &args.content,
+                    &renamed,
+                    super::references::Why::Renamed
+                )
+                .unwrap_or_default()
             )),
             Err(e) => failed(format!("{shown}: write failed: {e}")),
         };
@@ -122,8 +150,12 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         // The model knows what it wrote: it may replace it again unread.
         Ok(()) => {
             ctx.mark_read(&path);
-            let lost = old.as_deref().map(|old| super::references::lost_definitions(old, &args.content));
-            let note = super::references::still_used(ctx, &lost.unwrap_or_default(), super::references::Why::Undefined)
+            let note = old
+                .as_deref()
+                .and_then(|old| {
+                    let lost = super::references::lost_definitions(old, &args.content);
+                    super::references::after_change(ctx, old, &args.content, &lost, super::references::Why::Undefined)
+                })
                 .unwrap_or_default();
             Ok(format!(
                 "{} {shown}: {} bytes written{note}",
@@ -143,6 +175,20 @@ pub fn is_drop_refusal(result: &str) -> bool {
 }
 
 /// `text` numbered as read_file shows it (first 40 lines).
+/// An unread file up to this size (bytes) is shown when a write to it is
+/// refused.
+const SHOWN_UNREAD: usize = super::read_file::WHOLE_FILE_BYTES as usize;
+
+/// True when `a` and `b` differ at most in trailing spaces and final newlines.
+fn same_text(a: &str, b: &str) -> bool {
+    a.trim_end().lines().map(str::trim_end).eq(b.trim_end().lines().map(str::trim_end))
+}
+
+/// Every line of `text`, numbered as `read_file` numbers them.
+fn numbered_all(text: &str) -> String {
+    text.lines().enumerate().map(|(i, l)| format!("{:>6}\t{l}\n", i + 1)).collect()
+}
+
 fn numbered(text: &str) -> String {
     text.lines().take(40).enumerate().map(|(i, l)| format!("{:>6}\t{l}\n", i + 1)).collect()
 }

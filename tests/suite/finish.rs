@@ -61,23 +61,43 @@ async fn a_squeezed_json_edit_lands_and_keeps_the_layout() {
 
 #[tokio::test]
 async fn a_cycle_is_named_once_then_stopped_with_an_answer() {
-    let write = || Reply::tool("write_file", json!({"file_path": "a.txt", "content": "same\n"}));
+    // read, a failing edit, read, the same failing edit: the same results
+    // each time. Named after the 4th call; gone round again: stopped after
+    // the 8th, and the wrap-up answer is the last request.
     let read = || Reply::tool("read_file", json!({"file_path": "a.txt"}));
-    // The 2nd write says "overwrote" where the 1st said "created": the
-    // cycle starts there. W R W R: named after the 5th call; W R W R again:
-    // stopped after the 9th, and the wrap-up answer is the last request.
-    let mut script: Vec<Reply> = (0..9).map(|i| if i % 2 == 0 { write() } else { read() }).collect();
-    script.push(Reply::text(&["I wrote a.txt with the line 'same'."]));
+    let edit = || Reply::tool("edit_file", json!({"file_path": "a.txt", "old_string": "sane", "new_string": "other"}));
+    let mut script: Vec<Reply> = (0..8).map(|i| if i % 2 == 0 { read() } else { edit() }).collect();
+    script.push(Reply::text(&["I could not find the word in a.txt."]));
     script.push(Reply::text(&["never asked"]));
-    let (events, r, mock) = send(script, &[], "Write a.txt containing same.", "0.3.0").await;
+    let files = [("a.txt", "same\n")];
+    let (events, r, mock) = send(script, &files, "Change the word same in a.txt to other.", "0.3.0").await;
     assert_eq!(r["error"]["code"], "loop_detected", "{r}");
     assert_eq!(r["stop_reason"], "loop_detected");
-    assert_eq!(r["response"], "I wrote a.txt with the line 'same'.");
-    let noted = last_message(&mock, 5);
-    assert!(noted.contains("going round in circles") && noted.contains("already made"), "{noted}");
+    assert_eq!(r["response"], "I could not find the word in a.txt.");
+    let noted = last_message(&mock, 4);
+    assert!(noted.contains("going round in circles") && noted.contains("Call edit_file now"), "{noted}");
     assert!(names(&events).contains(&"error".to_owned()));
-    assert_eq!(mock.requests().len(), 10, "the wrap-up request is the last");
-    assert_eq!(mock.requests()[9].body["tool_choice"], "none");
+    assert_eq!(mock.requests().len(), 9, "the wrap-up request is the last");
+    assert_eq!(mock.requests()[8].body["tool_choice"], "none");
+}
+
+#[tokio::test]
+async fn the_same_write_again_is_no_change_and_ends_the_round_with_an_answer() {
+    // W R W R W with the same content: the second write writes nothing
+    // and says so; when that round comes again it is work already done, so
+    // the model is asked for its answer, which ends the send ok.
+    let write = || Reply::tool("write_file", json!({"file_path": "a.txt", "content": "same\n"}));
+    let read = || Reply::tool("read_file", json!({"file_path": "a.txt"}));
+    let mut script: Vec<Reply> = (0..5).map(|i| if i % 2 == 0 { write() } else { read() }).collect();
+    script.push(Reply::text(&["I wrote a.txt with the line 'same'."]));
+    let (_, r, mock) = send(script, &[], "Write a.txt containing same.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "I wrote a.txt with the line 'same'.");
+    let second = mock.requests()[3].body["messages"].as_array().unwrap().clone();
+    let said = second.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(said.contains("no change: a.txt already holds exactly this content"), "{said}");
+    assert_eq!(mock.requests().len(), 6);
+    assert_eq!(mock.requests()[5].body["tool_choice"], "none", "the answer is asked for");
 }
 
 #[tokio::test]
@@ -146,7 +166,7 @@ async fn work_done_when_the_calls_run_out_ends_ok_when_its_check_passes() {
     let mock = MockServer::start(script).await;
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("check.py"), "from calc import double\nassert double(5) == 10\n").unwrap();
-    let (mut w, _) = w.init("0.3.0", json!({"max_iterations": 3})).await;
+    let (mut w, _) = w.init("0.3.0", json!({"max_iterations": 3, "preflight": false})).await;
     w.write(json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py; python3 check.py must pass."}))
         .await;
     let (_, r) = w.result_for("s").await;
@@ -268,7 +288,11 @@ async fn a_rename_left_half_done_is_sent_back_naming_the_places() {
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["response"], "Renamed in both files.");
     let nudge = last_message(&mock, 2);
-    assert!(nudge.contains("`calc_total` still appears in main.py:1, main.py:2"), "{nudge}");
+    assert!(
+        nudge.contains("`calc_total` is still used where `compute_total` is meant, at main.py:1, main.py:2"),
+        "{nudge}"
+    );
+    assert!(nudge.contains(r#""old_string":"print(calc_total([1]))""#), "the edits are spelled out: {nudge}");
 }
 
 #[tokio::test]

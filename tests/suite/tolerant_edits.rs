@@ -31,9 +31,12 @@ async fn an_old_string_without_the_docstring_still_renames_and_the_callers_are_n
     assert!(out.starts_with("edited billing.py: old_string matched lines 1-3 with line 2 left out"), "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("billing.py")).unwrap(), BILLING.replace("get_total", "compute_total"));
     // The uses of the old name that the rename left behind, with their lines.
-    assert!(out.contains("took away `get_total`, which is still used here:"), "{out}");
-    assert!(out.contains("report.py:1: from billing import get_total"), "{out}");
-    assert!(out.contains("report.py:5: return f\"total {get_total(prices)}\""), "{out}");
+    assert!(
+        out.contains("`get_total` is still used where `compute_total` is meant, at report.py:1, report.py:5"),
+        "{out}"
+    );
+    assert!(out.contains(r#""old_string":"from billing import get_total""#), "{out}");
+    assert!(out.contains(r#""new_string":"return f\"total {compute_total(prices)}\"""#), "{out}");
     // Once every use is renamed, no note.
     let out = call_tool(
         &mut w,
@@ -103,7 +106,10 @@ async fn a_rewrite_that_renames_a_used_definition_names_its_users_and_one_fix_ke
     let out = call_tool(&mut w, &mock, "write_file", json!({"file_path": "billing.py", "content": renamed})).await;
     assert!(out.starts_with("merged into billing.py") && out.contains("get_total (now compute_total)"), "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("billing.py")).unwrap(), renamed);
-    assert!(out.contains("report.py:1: from billing import get_total") && out.contains("report.py:5:"), "{out}");
+    assert!(
+        out.contains("at report.py:1, report.py:5") && out.contains(r#""old_string":"from billing import get_total""#),
+        "{out}"
+    );
     // One function of several, fixed and written alone: the others stay
     // (they were dropped before, and the model then "fixed" their tests).
     let calc = "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a + b\n";
@@ -164,7 +170,10 @@ async fn a_rewrite_holding_only_the_changed_line_replaces_that_line_and_breakage
     )
     .await;
     assert!(out.starts_with("merged into main.py: your content holds only lines like its line 1"), "{out}");
-    assert!(out.contains("main.py:6: print(calc_total(CART))"), "the use left behind: {out}");
+    assert!(
+        out.contains(r#"at main.py:6."#) && out.contains(r#""new_string":"print(compute_total(CART))""#),
+        "the use left behind: {out}"
+    );
     assert_eq!(std::fs::read_to_string(ws.join("main.py")).unwrap(), main.replacen("calc_total", "compute_total", 1));
     // A file that no longer parses is named in the result (Python via
     // python3's ast, JSON in-process).
@@ -220,7 +229,7 @@ async fn an_edit_made_already_is_no_error_and_the_remaining_uses_are_named_again
     )
     .await;
     assert!(out.starts_with("no change: report.py already holds new_string (at line 1)"), "{out}");
-    assert!(out.contains("report.py:5:"), "{out}");
+    assert!(out.contains("at report.py:5."), "{out}");
     let end = events.iter().find(|e| e["event"]["event"] == "tool_end").unwrap();
     assert_eq!(end["event"]["is_error"], false, "{end}");
 }
@@ -242,6 +251,6 @@ async fn the_still_used_note_never_reads_through_a_symlink_out_of_the_workspace(
         json!({"file_path": "billing.py", "old_string": "def get_total(prices):", "new_string": "def compute_total(prices):"}),
     )
     .await;
-    assert!(out.contains("report.py:1:"), "the workspace's own uses are named: {out}");
+    assert!(out.contains("report.py:1"), "the workspace's own uses are named: {out}");
     assert!(!out.contains("OUTSIDE-SECRET") && !out.contains("link"), "nothing read through a symlink: {out}");
 }

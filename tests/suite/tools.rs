@@ -157,9 +157,9 @@ async fn write_file_is_atomic_and_keeps_permissions() {
     let out =
         call_tool(&mut w, &mock, "write_file", json!({"file_path": "run.sh", "content": "#!/bin/sh\necho new\n"}))
             .await;
-    assert!(out.contains("you have not read it") && out.contains("read_file"), "{out}");
+    assert!(out.starts_with("Error: nothing written: run.sh already exists and you had not read it"), "{out}");
+    assert!(out.contains("     2\techo old"), "the file is shown instead: {out}");
     assert_eq!(std::fs::read_to_string(ws.join("run.sh")).unwrap(), "#!/bin/sh\necho old\n");
-    call_tool(&mut w, &mock, "read_file", json!({"file_path": "run.sh"})).await;
     let out =
         call_tool(&mut w, &mock, "write_file", json!({"file_path": "run.sh", "content": "#!/bin/sh\necho new\n"}))
             .await;
