@@ -130,6 +130,18 @@ impl Progress {
         }
     }
 
+    /// Notes a call pirn made itself to look (the preflight): it counts as
+    /// evidence and a `bash` one as a run, never as a change.
+    pub fn record_look(&mut self, tool: &str, result: &str) {
+        match tool {
+            "bash" => {
+                self.evidence += 1;
+                self.ran |= !result.starts_with("Error:") || result.contains("exit code");
+            }
+            _ => self.record(tool, result),
+        }
+    }
+
     /// pirn's own account of the send, for an answer the model did not
     /// give: the writes and edits that succeeded.
     pub fn summary(&self) -> String {
@@ -155,6 +167,12 @@ impl Progress {
     /// True when `request` asks for a change and nothing has changed yet.
     pub fn change_pending(&self, request: &str) -> bool {
         !self.changed && asks_for_change(request, &words(request))
+    }
+
+    /// True the first time `check` is asked about in this send (it fires
+    /// at most once).
+    pub fn fire_once(&mut self, check: Check) -> bool {
+        self.fired.insert(check)
     }
 
     /// True once a `write_file` or `edit_file` call succeeded in this send.

@@ -18,6 +18,7 @@
 pub mod answer_check;
 pub mod batch;
 pub mod budget;
+pub mod calls;
 mod claims;
 pub mod emit;
 pub mod fit;
@@ -248,27 +249,29 @@ pub async fn run(
             // Done, says the model: after a change, check it. A wrap-up
             // answer too: `ok` only when the work is done, and a failing
             // check is a new fact, so the tools open again for it.
+            // A rename left half done, seen only at the wrap-up: once more with tools.
+            if checks
+                && wrap_up
+                && let Some(left) = rename::unfinished(message, &config.workspace)
+                && progress.fire_once(answer_check::Check::UnfinishedRename)
+            {
+                conv.push_note(&format!("Not finished yet: {left} Then answer."));
+                (wrap_up, cycle_stop) = (false, false);
+                previous.clear();
+                continue;
+            }
             let mut verified = false;
             if let Some(v) = verifier.as_mut().filter(|_| progress.wrote()) {
-                let (verification, output) = v.run(&tool_cx).await;
-                let passed = verification.passed;
-                let note = verify::note(&verification, &output);
-                stats.verification = Some(verification);
-                if !passed && v.take_round() {
-                    conv.push_note(&note);
-                    previous.clear();
-                    wrap_up = false;
-                    cycle_stop = false;
-                    continue;
+                match v.check(&tool_cx, &mut stats.verification).await {
+                    verify::Checked::Passed => verified = true,
+                    verify::Checked::Retry(note) => {
+                        conv.push_note(&note);
+                        previous.clear();
+                        (wrap_up, cycle_stop) = (false, false);
+                        continue;
+                    }
+                    verify::Checked::Failed(error) => return fail(emit, error, Some(completion.text), None).await,
                 }
-                if !passed {
-                    let error = ErrorEnvelope::new(
-                        ErrorCode::VerificationFailed,
-                        format!("`{}` still fails after the model's fixes; the task is not done", v.command()),
-                    );
-                    return fail(emit, error, Some(completion.text), None).await;
-                }
-                verified = true;
             }
             // A wrap-up answer to a change request that changed nothing is
             // not a finished task, whatever it says.
@@ -324,30 +327,7 @@ pub async fn run(
         tool_cx.result_cap =
             context::tool_result_cap(config.window(conv.budget.learned_window).await, tools::MAX_RESULT_BYTES);
         let cx = CallContext { config, permissions, emit, tools: &tool_cx };
-        let last = turn.run.len().saturating_sub(1);
-        let mut results = Vec::with_capacity(turn.run.len());
-        for (i, call) in turn.run.iter().enumerate() {
-            let note = if i == last { turn.note.as_deref() } else { None };
-            let signature = loop_guard::call_signature(call);
-            // A refused rewrite asked for again is the model's confirmation:
-            // it runs, where any other repeat is answered with its result.
-            match previous.iter().find(|(s, earlier)| *s == signature && !tools::write_file::is_drop_refusal(earlier)) {
-                Some((_, earlier)) => {
-                    tool_call::repeat(conv, call, earlier);
-                    results.push((signature, earlier.clone()));
-                }
-                None if !spec.meter.take_tool_call() => {
-                    let text = budget::not_run(spec.meter.max_tool_calls());
-                    conv.push_tool_result(&call.id, text.clone());
-                    results.push((signature, text));
-                }
-                None => {
-                    let text = tool_call::run(&cx, conv, stats, call, note).await;
-                    progress.record(&call.name, &text);
-                    results.push((signature, text));
-                }
-            }
-        }
+        let results = calls::run(&cx, conv, stats, &mut progress, spec, &turn, &previous).await;
         if spec.meter.tool_calls_spent() && !budget_stop {
             // Out of tool calls: one answer without tools, then the send ends.
             budget_stop = true;
@@ -355,7 +335,11 @@ pub async fn run(
             conv.push_note(budget::WRAP_UP);
         }
         let went_round = results.iter().filter_map(|(sig, text)| cycles.record(sig, text)).max();
-        if let Some(period) = went_round {
+        if !wrap_up && calls::redone(&turn, &results) {
+            // The change asked for is in the file already: ask for the answer.
+            wrap_up = true;
+            conv.push_note(&loop_guard::wrap_up_note(message));
+        } else if let Some(period) = went_round {
             // Redoing a change the tools say is made ("no change: …"): the
             // work is done; ask for the answer now (ok when files changed).
             let redoing = cycles.round(period).iter().any(|(_, r)| r.starts_with(tools::NO_CHANGE));
@@ -375,7 +359,7 @@ pub async fn run(
                 conv.push_note(&loop_guard::wrap_up_note(message));
             }
         }
-        previous = results;
+        previous = calls::still_valid(&turn.run, results);
     }
 }
 

@@ -288,10 +288,11 @@ pub async fn run(
     let mut results = Vec::with_capacity(calls.len());
     for call in &calls {
         let text = super::tool_call::run(cx, conv, stats, call, None).await;
-        progress.record(&call.name, &text);
+        // The request's own command is a look, not a change the model made.
+        progress.record_look(&call.name, &text);
         results.push((super::loop_guard::call_signature(call), text));
     }
-    results
+    super::calls::still_valid(&calls, results)
 }
 
 /// A command worth running before any change: a script or a test run
@@ -301,10 +302,7 @@ pub async fn run(
 /// the change, if at all.
 fn is_check_run(command: &str) -> bool {
     let words: Vec<&str> = command.split_whitespace().collect();
-    matches!(
-        words.as_slice(),
-        ["python3" | "python" | "pytest" | "node", ..] | ["npm" | "go" | "cargo", "test", ..]
-    )
+    matches!(words.as_slice(), ["python3" | "python" | "pytest" | "node", ..] | ["npm" | "go" | "cargo", "test", ..])
 }
 
 /// True when `calls` (an answer's) are preflight calls (see [`plan`]).

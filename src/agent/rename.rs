@@ -78,7 +78,13 @@ mod tests {
         )
         .unwrap();
         let note = unfinished("Rename calc_total to compute_total.", ws.path()).unwrap();
-        assert!(note.contains(r#""old_string":"print(calc_total(1))""#) && note.contains("`compute_total`"), "{note}");
+        assert!(note.contains("at main.py:1, main.py:3"), "{note}");
+        assert!(
+            note.contains(
+                r#""old_string": "from utils import calc_total", "new_string": "from utils import compute_total""#
+            ),
+            "{note}"
+        );
         std::fs::write(ws.path().join("main.py"), "print(compute_total(1))\n").unwrap();
         assert_eq!(unfinished("Rename calc_total to compute_total.", ws.path()), None);
     }

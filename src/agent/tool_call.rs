@@ -85,7 +85,8 @@ pub async fn run(
 /// it again: the same call gives the same result, and a small model that
 /// repeats itself needs to hear that, not the result a second time.
 pub fn repeat(conv: &mut Conversation, call: &ToolCall, previous: &str) {
-    let shown = crate::tools::preview(previous);
+    // Whole when short: a note at its end (the next call to make) matters most.
+    let shown = if previous.len() <= REPEAT_SHOWN { previous.to_owned() } else { crate::tools::preview(previous) };
     let failed = previous.starts_with("Error:");
     let advice = if failed {
         "It failed, so it will fail again: change the arguments or use another tool (glob with pattern **/* lists the files)."
@@ -98,6 +99,9 @@ pub fn repeat(conv: &mut Conversation, call: &ToolCall, previous: &str) {
     );
     conv.push_tool_result(&call.id, text);
 }
+
+/// Bytes of an earlier result repeated whole (longer ones are previewed).
+const REPEAT_SHOWN: usize = 2000;
 
 /// Applies the approval policy to one call: `Ok` runs it, `Err` carries the
 /// refusal (already announced with `permission_denied`).

@@ -16,7 +16,18 @@
 
 use crate::config::SessionConfig;
 use crate::tools::{self, ToolContext, ToolError};
-use crate::wire::Verification;
+use crate::wire::{ErrorCode, ErrorEnvelope, Verification};
+
+/// What follows a verification run.
+#[derive(Debug)]
+pub enum Checked {
+    /// The command passed.
+    Passed,
+    /// It failed and the model gets another round: the note to give it.
+    Retry(String),
+    /// It failed with no rounds left.
+    Failed(ErrorEnvelope),
+}
 
 /// Failed verifications given back to the model before the send ends.
 pub const DEFAULT_ROUNDS: u32 = 2;
@@ -170,6 +181,26 @@ impl Verifier {
         }
         let exit_code = tools::bash::exit_code_of(&text);
         (Verification { command: self.command.clone(), exit_code, passed }, text)
+    }
+
+    /// Runs the check after the model said it is done, records its report
+    /// in `report`, and says what follows: done, another round for the model
+    /// (the note to give it), or the `verification_failed` error.
+    pub async fn check(&mut self, ctx: &ToolContext, report: &mut Option<Verification>) -> Checked {
+        let (verification, output) = self.run(ctx).await;
+        let passed = verification.passed;
+        let text = note(&verification, &output);
+        *report = Some(verification);
+        if passed {
+            Checked::Passed
+        } else if self.take_round() {
+            Checked::Retry(text)
+        } else {
+            Checked::Failed(ErrorEnvelope::new(
+                ErrorCode::VerificationFailed,
+                format!("`{}` still fails after the model's fixes; the task is not done", self.command),
+            ))
+        }
     }
 
     /// After a failed run: true (and one round fewer) while the failure may

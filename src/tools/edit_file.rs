@@ -184,6 +184,33 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             lines.join(", ")
         ));
     }
+    // new_string runs on with lines the file has right after (or before)
+    // the match: they are replaced, not written twice.
+    if let [start] = starts[..]
+        && !args.replace_all
+        && let Some(w) = super::edit_overlap::widen(&content, start, start + old.len(), &old, &new)
+    {
+        let mut new = new.clone();
+        if w.after > 0 && new.ends_with('\n') && content[w.to..].starts_with(['\n', '\r']) {
+            new.pop();
+        }
+        let updated = format!("{}{new}{}", &content[..w.from], &content[w.to..]);
+        if let Err(e) = target.write_atomic(updated.as_bytes()) {
+            return failed(format!("{shown}: write failed: {e}"));
+        }
+        let first_line = line_of(&updated, w.from);
+        let lines = |n: usize| if n == 1 { "1 line".to_owned() } else { format!("{n} lines") };
+        let taken = match (w.before, w.after) {
+            (0, a) => format!("{} the file already had after old_string", lines(a)),
+            (b, 0) => format!("{} the file already had before old_string", lines(b)),
+            (b, a) => format!("{} before and {} after old_string that the file already had", lines(b), lines(a)),
+        };
+        return Ok(format!(
+            "edited {shown}: new_string also held {taken}, so those were replaced too (not written twice). Lines \
+             around the change:\n{}",
+            excerpt(&updated, first_line, new.matches('\n').count() + 1)
+        ));
+    }
     // A one-occurrence edit that starts at an indented line's first
     // character: the continuation lines of `new_string` are read relative
     // to that column and get the line's indentation.

@@ -37,7 +37,8 @@ pub struct Merged {
     pub replaced: Vec<String>,
     /// Definitions added.
     pub added: Vec<String>,
-    /// Import lines added.
+    /// Import lines added, or put in place of the file's import from the
+    /// same module.
     pub imports: usize,
 }
 
@@ -160,13 +161,35 @@ pub fn merge(old: &str, new: &str) -> Option<Merged> {
         lines.splice(before..at, chunk);
         added.push(b.name.clone());
     }
-    let missing: Vec<&str> = imports.into_iter().filter(|i| !lines.iter().any(|l| l.trim() == i.trim())).collect();
+    let mut missing: Vec<&str> = imports.into_iter().filter(|i| !lines.iter().any(|l| l.trim() == i.trim())).collect();
+    // `from m import a` where the file has `from m import b`: the rewrite's
+    // line replaces the file's (a rename of what is imported), once.
+    let before_imports = missing.len();
+    missing.retain(|i| {
+        let Some(module) = from_module(i) else { return true };
+        let same: Vec<usize> = (0..lines.len()).filter(|&n| from_module(&lines[n]) == Some(module)).collect();
+        match same[..] {
+            [n] => {
+                lines[n] = (*i).to_owned();
+                false
+            }
+            _ => true,
+        }
+    });
     let at = lines.iter().rposition(|l| is_import(l)).map_or(0, |i| i + 1);
-    let count = missing.len();
+    // Replaced import lines count as changed imports too.
+    let count = before_imports;
     lines.splice(at..at, missing.into_iter().map(str::to_owned));
     let mut content = lines.join(eol);
     content.push_str(eol);
     Some(Merged { content, replaced, added, imports: count })
+}
+
+/// The module of a Python `from m import …` line.
+fn from_module(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix("from ")?;
+    let (module, _) = rest.split_once(" import ")?;
+    Some(module.trim())
 }
 
 /// Lines of content, at most, that [`changed_lines`] treats as "only the
@@ -257,6 +280,13 @@ mod tests {
         let m = merge(OLD, "import sys\n\ndef is_even(n):\n    return n % 2 == 0\n").unwrap();
         assert_eq!(m.added, ["is_even"]);
         assert_eq!(m.imports, 1);
+        let renamed = merge(
+            "from billing import get_total\nimport os\n\n\ndef summary(p):\n    return get_total(p)\n",
+            "from billing import compute_total\n\n\ndef summary(p):\n    return compute_total(p)\n",
+        )
+        .unwrap();
+        assert!(renamed.content.starts_with("from billing import compute_total\nimport os\n"), "{}", renamed.content);
+        assert!(!renamed.content.contains("get_total"), "the import is replaced, not added: {}", renamed.content);
         assert!(m.content.starts_with("import math\nimport sys\n"), "{}", m.content);
         assert!(
             m.content

@@ -15,6 +15,7 @@ pub mod bash;
 pub mod confine;
 pub mod edit_file;
 pub mod edit_match;
+pub mod edit_overlap;
 pub mod glob;
 pub mod grep;
 pub mod merge_defs;

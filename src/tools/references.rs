@@ -152,50 +152,38 @@ pub fn replace_word(line: &str, old: &str, new: &str) -> String {
     out
 }
 
-/// Most edit_file calls a rename note spells out.
-const MAX_SPELLED: usize = 4;
-
-/// The edit_file calls that carry the rename of `old` to `new` into each
-/// line where `old` is still used under `ctx.workspace`: first where
-/// (`path:line`, at most [`MAX_USES`] places, and how many more), then the
-/// calls spelled out as the fenced JSON a small model copies (at most
-/// [`MAX_SPELLED`]; one per distinct line, with `replace_all` when the same
-/// line occurs more than once in its file). A sentence for the model that
-/// starts with the old name; `None` when it is used nowhere.
+/// The edit_file call that carries the rename of `old` to `new` into the
+/// first line where `old` is still used under `ctx.workspace`, spelled out
+/// as the fenced JSON block a small model copies (`replace_all` when that
+/// same line occurs more than once in its file), after where it is used
+/// (`path:line`, at most [`MAX_USES`] places, and how many more). One call,
+/// not a list: the 1.5B model copied its own last call rather than pick one
+/// from several; each edit's result then spells out the next. A sentence
+/// for the model that starts with the old name; `None` when it is used
+/// nowhere.
 pub fn rename_calls(ctx: &ToolContext, old: &str, new: &str) -> Option<String> {
     let (found, total) = find_uses(&ctx.workspace, &[old.to_owned()], MAX_USES, &|| ctx.cancel.is_cancelled());
-    if found.is_empty() {
-        return None;
-    }
+    let (path, _, line) = found.first()?;
     let places: Vec<String> = found.iter().map(|(path, n, _)| format!("{}:{n}", ctx.display(path))).collect();
-    let mut calls: Vec<String> = Vec::new();
-    let mut seen: Vec<(&PathBuf, &str)> = Vec::new();
-    for (path, _, line) in &found {
-        if calls.len() == MAX_SPELLED || seen.contains(&(path, line.as_str())) {
-            continue;
-        }
-        seen.push((path, line));
-        let repeated = read_no_follow(path).is_some_and(|t| t.lines().filter(|l| l.trim() == line).count() > 1);
-        let mut args = serde_json::json!({
-            "file_path": ctx.display(path),
-            "old_string": line,
-            "new_string": replace_word(line, old, new),
-        });
-        if repeated {
-            args["replace_all"] = serde_json::Value::Bool(true);
-        }
-        calls.push(format!("```json\n{}\n```", serde_json::json!({"name": "edit_file", "arguments": args})));
-    }
+    let repeated = read_no_follow(path).is_some_and(|t| t.lines().filter(|l| l.trim() == line).count() > 1);
+    let quote = |s: &str| serde_json::Value::from(s).to_string();
+    // Keys in the order the chat templates render calls: name, then arguments.
+    let call = format!(
+        "{{\"name\": \"edit_file\", \"arguments\": {{\"file_path\": {}, \"old_string\": {}, \"new_string\": {}{}}}}}",
+        quote(&ctx.display(path)),
+        quote(line),
+        quote(&replace_word(line, old, new)),
+        if repeated { ", \"replace_all\": true" } else { "" }
+    );
     let more = if total > found.len() {
         format!(" and {} more lines (grep for it)", total - found.len())
     } else {
         String::new()
     };
     Some(format!(
-        "`{old}` is still used where `{new}` is meant, at {}{more}. To finish the rename, make these edits, one \
-         edit_file call each, exactly as written:\n{}",
-        places.join(", "),
-        calls.join("\n")
+        "`{old}` is still used where `{new}` is meant, at {}{more}. Change them one at a time; your next call, \
+         exactly as written:\n```json\n{call}\n```",
+        places.join(", ")
     ))
 }
 
@@ -323,7 +311,7 @@ mod tests {
         std::fs::write(root.join("other.py"), "x = get_areas\n").unwrap();
         let ctx = ToolContext::new(root.clone(), vec![], Default::default());
         let note = rename_calls(&ctx, "get_area", "area").unwrap();
-        let want = r#"{"arguments":{"file_path":"main.py","new_string":"print(c.area())","old_string":"print(c.get_area())","replace_all":true},"name":"edit_file"}"#;
+        let want = r#"{"name": "edit_file", "arguments": {"file_path": "main.py", "old_string": "print(c.get_area())", "new_string": "print(c.area())", "replace_all": true}}"#;
         assert!(note.contains(want), "{note}");
         assert!(note.starts_with("`get_area` is still used where `area` is meant, at main.py:2, main.py:3."), "{note}");
         assert_eq!(note.matches("```json").count(), 1, "the same line once: {note}");

@@ -83,12 +83,12 @@ async fn a_cycle_is_named_once_then_stopped_with_an_answer() {
 
 #[tokio::test]
 async fn the_same_write_again_is_no_change_and_ends_the_round_with_an_answer() {
-    // W R W R W with the same content: the second write writes nothing
-    // and says so; when that round comes again it is work already done, so
-    // the model is asked for its answer, which ends the send ok.
+    // W R W with the same content: the second write writes nothing and
+    // says so; that is work already done, so the model is asked for its
+    // answer, which ends the send ok.
     let write = || Reply::tool("write_file", json!({"file_path": "a.txt", "content": "same\n"}));
     let read = || Reply::tool("read_file", json!({"file_path": "a.txt"}));
-    let mut script: Vec<Reply> = (0..5).map(|i| if i % 2 == 0 { write() } else { read() }).collect();
+    let mut script: Vec<Reply> = (0..3).map(|i| if i % 2 == 0 { write() } else { read() }).collect();
     script.push(Reply::text(&["I wrote a.txt with the line 'same'."]));
     let (_, r, mock) = send(script, &[], "Write a.txt containing same.", "0.3.0").await;
     assert_eq!(r["status"], "ok", "{r}");
@@ -96,8 +96,8 @@ async fn the_same_write_again_is_no_change_and_ends_the_round_with_an_answer() {
     let second = mock.requests()[3].body["messages"].as_array().unwrap().clone();
     let said = second.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
     assert!(said.contains("no change: a.txt already holds exactly this content"), "{said}");
-    assert_eq!(mock.requests().len(), 6);
-    assert_eq!(mock.requests()[5].body["tool_choice"], "none", "the answer is asked for");
+    assert_eq!(mock.requests().len(), 4);
+    assert_eq!(mock.requests()[3].body["tool_choice"], "none", "the answer is asked for");
 }
 
 #[tokio::test]
@@ -292,7 +292,10 @@ async fn a_rename_left_half_done_is_sent_back_naming_the_places() {
         nudge.contains("`calc_total` is still used where `compute_total` is meant, at main.py:1, main.py:2"),
         "{nudge}"
     );
-    assert!(nudge.contains(r#""old_string":"print(calc_total([1]))""#), "the edits are spelled out: {nudge}");
+    assert!(
+        nudge.contains(r#"{"name": "edit_file", "arguments": {"file_path": "main.py", "old_string": "from utils import calc_total", "new_string": "from utils import compute_total"}}"#),
+        "the next edit is spelled out: {nudge}"
+    );
 }
 
 #[tokio::test]
@@ -301,8 +304,6 @@ async fn redoing_an_edit_that_is_made_gets_the_wrap_up_and_ends_ok() {
                       "new_string": "def average(v):\n    if not v:\n        return 0.0\n    return sum(v) / len(v)"});
     let read = json!({"file_path": "stats.py"});
     let script = vec![
-        Reply::tool("edit_file", edit.clone()),
-        Reply::tool("read_file", read.clone()),
         Reply::tool("edit_file", edit.clone()),
         Reply::tool("read_file", read.clone()),
         Reply::tool("edit_file", edit.clone()),
@@ -317,10 +318,10 @@ async fn redoing_an_edit_that_is_made_gets_the_wrap_up_and_ends_ok() {
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["status"], "ok", "{r}");
     let reqs = mock.requests();
-    // edit, read, "no change", read, "no change": the round is redone work, so
-    // the next request asks for the answer without tools.
-    assert_eq!(reqs.len(), 6);
-    assert_eq!(reqs[5].body["tool_choice"], "none", "{}", reqs[5].body);
-    assert!(reqs[4].body["tool_choice"].is_null());
+    // edit, read, "no change": the edit is redone work, so the next request
+    // asks for the answer without tools.
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(reqs[3].body["tool_choice"], "none", "{}", reqs[3].body);
+    assert!(reqs[2].body["tool_choice"].is_null());
     assert_eq!(r["response"], "average returns 0.0 for an empty list now.");
 }

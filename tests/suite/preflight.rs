@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::mock::{MockServer, Reply};
+use super::mock::{MockCall, MockServer, Reply};
 use super::worker::{Worker, names};
 
 /// A worker on `script` whose workspace holds `files`, initialised with `config`.
@@ -144,4 +144,56 @@ async fn an_answer_after_a_loop_is_verified_and_the_tools_open_again() {
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["status"], "error", "{r}");
     assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+}
+
+#[tokio::test]
+async fn a_call_repeated_after_an_edit_runs_again() {
+    let files = [("greet.py", "def greet(name)\n    return name\n\n\nprint(greet('world'))\n")];
+    let read = json!({"file_path": "greet.py"});
+    let edit = json!({"file_path": "greet.py", "old_string": "def greet(name)", "new_string": "def greet(name):"});
+    // The fix and the same read again in one answer: the read is a new
+    // question, not a repeat to answer from memory with the old content.
+    let both = Reply::ToolCalls {
+        calls: vec![
+            MockCall { name: "edit_file".into(), arguments: edit.to_string() },
+            MockCall { name: "read_file".into(), arguments: read.to_string() },
+        ],
+        usage: Some([20, 8]),
+        text: None,
+    };
+    let script = vec![Reply::tool("read_file", read.clone()), both, Reply::text(&["Added the colon."])];
+    let (mut w, mock) = worker(script, &files, json!({"preflight": false})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "greet.py has a SyntaxError. Fix it."})).await;
+    let (events, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let reads = events.iter().filter(|e| e["event"]["event"] == "tool_end" && e["event"]["name"] == "read_file");
+    assert_eq!(reads.count(), 2, "the second read is a real read");
+    let last = mock.requests()[2].body["messages"].as_array().unwrap().clone();
+    let seen = last.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(seen.contains("def greet(name):"), "the file after the fix: {seen}");
+}
+
+#[tokio::test]
+async fn the_preflight_run_is_not_the_change_asked_for() {
+    let files =
+        [("receipt.py", "prices = ['4', '5']\ntotal = 0\nfor p in prices:\n    total = total + p\nprint(total)\n")];
+    let script = vec![
+        Reply::text(&["Convert p with int(p):\n```python\ntotal = total + int(p)\n```"]),
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "receipt.py", "old_string": "total + p", "new_string": "total + int(p)"}),
+        ),
+        Reply::text(&["Converted each price with int()."]),
+    ];
+    let (mut w, mock) = worker(script, &files, json!({})).await;
+    w.write(
+        json!({"type": "send", "id": "s", "message": "receipt.py crashes. Fix it so `python3 receipt.py` prints 9"}),
+    )
+    .await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["verification"]["passed"], true, "{r}");
+    let nudge =
+        mock.requests()[1].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(nudge.starts_with("[pirn] That is not true yet: no file has been changed"), "{nudge}");
 }

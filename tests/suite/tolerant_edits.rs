@@ -35,8 +35,12 @@ async fn an_old_string_without_the_docstring_still_renames_and_the_callers_are_n
         out.contains("`get_total` is still used where `compute_total` is meant, at report.py:1, report.py:5"),
         "{out}"
     );
-    assert!(out.contains(r#""old_string":"from billing import get_total""#), "{out}");
-    assert!(out.contains(r#""new_string":"return f\"total {compute_total(prices)}\"""#), "{out}");
+    assert!(
+        out.contains(
+            r#""old_string": "from billing import get_total", "new_string": "from billing import compute_total""#
+        ),
+        "the first remaining use, as the next call: {out}"
+    );
     // Once every use is renamed, no note.
     let out = call_tool(
         &mut w,
@@ -107,7 +111,7 @@ async fn a_rewrite_that_renames_a_used_definition_names_its_users_and_one_fix_ke
     assert!(out.starts_with("merged into billing.py") && out.contains("get_total (now compute_total)"), "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("billing.py")).unwrap(), renamed);
     assert!(
-        out.contains("at report.py:1, report.py:5") && out.contains(r#""old_string":"from billing import get_total""#),
+        out.contains("at report.py:1, report.py:5") && out.contains(r#""old_string": "from billing import get_total""#),
         "{out}"
     );
     // One function of several, fixed and written alone: the others stay
@@ -171,7 +175,7 @@ async fn a_rewrite_holding_only_the_changed_line_replaces_that_line_and_breakage
     .await;
     assert!(out.starts_with("merged into main.py: your content holds only lines like its line 1"), "{out}");
     assert!(
-        out.contains(r#"at main.py:6."#) && out.contains(r#""new_string":"print(compute_total(CART))""#),
+        out.contains(r#"at main.py:6."#) && out.contains(r#""new_string": "print(compute_total(CART))""#),
         "the use left behind: {out}"
     );
     assert_eq!(std::fs::read_to_string(ws.join("main.py")).unwrap(), main.replacen("calc_total", "compute_total", 1));
@@ -253,4 +257,28 @@ async fn the_still_used_note_never_reads_through_a_symlink_out_of_the_workspace(
     .await;
     assert!(out.contains("report.py:1"), "the workspace's own uses are named: {out}");
     assert!(!out.contains("OUTSIDE-SECRET") && !out.contains("link"), "nothing read through a symlink: {out}");
+}
+
+#[tokio::test]
+async fn a_new_string_that_runs_on_over_the_next_lines_replaces_them_once() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let script = "STOCK = {\"apples\": 12, \"pears\": 30}\n\n\ndef total(stock)\n    return sum(stock.values())\n\n\nprint(f\"Total items: {total(STOCK)}\")\n";
+    std::fs::write(ws.join("inventory.py"), script).unwrap();
+    // Seen on the tune half: the fixed line, then the body and the call that
+    // already follow it (one blank line fewer, other quotes).
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "inventory.py", "old_string": "def total(stock)",
+               "new_string": "def total(stock):\n    return sum(stock.values())\n\nprint(f'Total items: {total(STOCK)}')"}),
+    )
+    .await;
+    assert!(out.contains("new_string also held 2 lines the file already had after old_string"), "{out}");
+    assert!(!out.contains("Warning"), "the file parses: {out}");
+    let after = std::fs::read_to_string(ws.join("inventory.py")).unwrap();
+    assert_eq!(after.matches("return sum").count(), 1, "{after}");
+    let run = std::process::Command::new("python3").arg("inventory.py").current_dir(&ws).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "Total items: 42\n");
 }
