@@ -3,7 +3,8 @@
 //!
 //! Owns: the session API every transport drives ([`Session::open`],
 //! [`Session::send`], [`Session::status`], [`Session::cancel`],
-//! [`Session::handle`], [`Session::drain`], [`Session::shutdown`]) and the
+//! [`Session::handle`], [`Session::drain`], [`Session::shutdown`],
+//! [`Session::end`]) and the
 //! rule that every accepted send gets exactly one `result` (finished,
 //! failed, cancelled while running or while queued, or timed out in the
 //! queue). The queue's rules are in [`queue`], the runner task in [`runner`].
@@ -12,9 +13,12 @@
 //! and assigns `event_seq`. Nothing here does I/O but the model call and the
 //! tools, through `agent`.
 
+mod end;
 mod persist;
 pub mod queue;
 mod runner;
+
+pub use end::Ending;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -127,6 +131,8 @@ impl Shared {
 }
 
 /// A running session. Cheap to share behind an `Arc`.
+/// A handle on a session; clones are handles on the same session.
+#[derive(Clone)]
 pub struct Session {
     shared: Arc<Shared>,
     /// Cancelled when the runner task has ended (even by a panic).

@@ -5,7 +5,7 @@
 //! and SIGINT handling (cancel, print the cancelled result, exit 130).
 
 use crate::config::{Environment, Limits};
-use crate::session::{OpenError, SendRejected, Session};
+use crate::session::{Ending, OpenError, SendRejected, Session};
 use crate::transport::signal::shutdown_signal;
 use crate::transport::stdio::with_store;
 use crate::transport::tap::JournalSlot;
@@ -71,16 +71,14 @@ pub async fn run(
         Err(_) => return EXIT_OTHER,
     }
     let mut signals = shutdown_signal();
-    tokio::select! {
-        _ = session.drain() => {}
-        _ = signals.recv() => session.shutdown().await,
-        _ = w.stdout_closed.cancelled() => session.shutdown().await,
-    }
-    drop(session);
-    let report = w.finish().await;
-    if let Some(j) = journal.get() {
-        j.close().await;
-    }
+    let stdout_closed = w.stdout_closed.clone();
+    let interrupt = async {
+        tokio::select! {
+            _ = signals.recv() => {}
+            _ = stdout_closed.cancelled() => {}
+        }
+    };
+    let report = session.end(Ending::Finish, interrupt, w.finish()).await;
     match &report.last_result {
         Some(r) => {
             if format != Format::Jsonl

@@ -15,7 +15,7 @@ use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Environment, Limits};
-use crate::session::{OpenError, Outbox, Session};
+use crate::session::{Ending, OpenError, Outbox, Session};
 use crate::store::Store;
 use crate::transport::pipe_writer::PipeWriter;
 use crate::transport::signal::{ShutdownSignal, shutdown_signal};
@@ -91,27 +91,34 @@ pub async fn serve() -> i32 {
     };
     let stdout_closed = out.stdout_closed();
     let end = worker.read_loop(tokio::io::stdin(), &stdout_closed).await;
-    if let Some(session) = worker.session.take() {
-        match end {
-            End::Shutdown(_) | End::Eof => {
-                tokio::select! {
-                    _ = session.drain() => {}
-                    _ = worker.signals.recv() => session.shutdown().await,
-                    _ = stdout_closed.cancelled() => session.shutdown().await,
-                }
-            }
-            End::Signal | End::StdoutClosed => session.shutdown().await,
-        }
-    }
-    if let End::Shutdown(id) = &end {
-        let _ = worker.outbox.send(OutgoingMessage::ShutdownOk(IdOnly { id: id.clone() })).await;
-    }
+    let ending = match end {
+        End::Shutdown(_) | End::Eof => Ending::Finish,
+        End::Signal | End::StdoutClosed => Ending::Cancel,
+    };
+    let session = worker.session.take();
+    let outbox = worker.outbox.clone();
+    let mut signals = std::mem::replace(&mut worker.signals, shutdown_signal());
     drop(worker);
-    let failed = out.close().await;
-    // Every line is with the journal now; write it out.
-    if let Some(j) = journal.get() {
-        j.close().await;
-    }
+    // After the sends: `shutdown_ok`, then stdout's writer finishes.
+    let output = async {
+        if let End::Shutdown(id) = &end {
+            let _ = outbox.send(OutgoingMessage::ShutdownOk(IdOnly { id: id.clone() })).await;
+        }
+        drop(outbox);
+        out.close().await
+    };
+    let failed = match session {
+        Some(session) => {
+            let interrupt = async {
+                tokio::select! {
+                    _ = signals.recv() => {}
+                    _ = stdout_closed.cancelled() => {}
+                }
+            };
+            session.end(ending, interrupt, output).await
+        }
+        None => output.await,
+    };
     if failed || stdout_closed.is_cancelled() { EXIT_STDOUT_CLOSED } else { 0 }
 }
 

@@ -43,6 +43,7 @@ use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Environment;
+use crate::session::Ending;
 use crate::session::Session;
 use crate::terminal::{TerminalOptions, Terminals};
 use crate::transport::hub::Hub;
@@ -139,11 +140,8 @@ impl HttpSession {
     /// Cancels what runs and waits (results reach the streams), then ends
     /// every stream.
     pub async fn close(&self) {
-        self.session.shutdown().await;
-        self.hub.close().await;
-        if let Some(j) = self.hub.journal() {
-            j.close().await;
-        }
+        let streams = self.hub.close();
+        self.session.clone().end(Ending::Cancel, std::future::pending(), streams).await;
     }
 }
 
