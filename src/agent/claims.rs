@@ -103,9 +103,28 @@ pub(super) fn unfence(text: String) -> String {
     inner.to_owned()
 }
 
+/// True when `text` is nothing but a tool call written out (`{"name": …,
+/// "arguments": …}`, fenced or not): what a small model asked for its
+/// answer without tools sometimes sends instead of one.
+pub(super) fn is_call_text(text: &str) -> bool {
+    let t = text.trim();
+    let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).unwrap_or(t);
+    let t = t.trim().strip_suffix("```").unwrap_or(t).trim();
+    serde_json::from_str::<Value>(t)
+        .is_ok_and(|v| v.get("name").is_some_and(Value::is_string) && v.get("arguments").is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_written_out_is_no_answer() {
+        assert!(is_call_text("```json\n{\"name\": \"read_file\", \"arguments\": {\"file_path\": \"a.py\"}}\n```"));
+        assert!(is_call_text("{\"name\":\"grep\",\"arguments\":{}}"));
+        assert!(!is_call_text("```json\n24\n```"));
+        assert!(!is_call_text("It returns {\"name\": \"x\"}."));
+    }
 
     #[test]
     fn an_answer_narrating_the_loop_notes_is_told_apart_from_an_answer() {

@@ -12,6 +12,10 @@ use serde_json::Value;
 
 use crate::model::ToolCall;
 
+/// Why a send ends when the wrap-up answer is a tool call written out.
+pub const NO_ANSWER: &str =
+    "the model kept calling tools and, asked for its answer, wrote out another tool call instead of answering";
+
 /// Identical consecutive tool-call iterations that count as a loop.
 pub const LOOP_REPEATS: u32 = 3;
 

@@ -23,6 +23,7 @@ mod claims;
 pub mod emit;
 pub mod fit;
 pub mod loop_guard;
+mod outcome;
 pub mod preflight;
 mod rename;
 pub mod request;
@@ -33,10 +34,11 @@ pub mod tool_call;
 pub mod verify;
 
 pub use fit::{COMPACT_WINDOW_UNKNOWN, compact_now};
+pub use outcome::Outcome;
+use outcome::call_model;
+pub(crate) use outcome::fail;
 pub use send_spec::SendSpec;
 pub use stats::SendStats;
-
-use bytes::Bytes;
 
 pub use emit::{Emitter, OUTBOX_CAPACITY, Outbox};
 pub use loop_guard::LOOP_REPEATS;
@@ -45,20 +47,10 @@ use crate::approval::{ApprovalMode, PermissionBroker};
 use crate::config::SessionConfig;
 use crate::context;
 use crate::conversation::Conversation;
-use crate::model::{Completion, ModelError};
 use crate::tools::{self, ToolContext};
 use crate::wire::{ErrorCode, ErrorEnvelope, Event};
 use loop_guard::LoopGuard;
 use tool_call::CallContext;
-
-/// How a send ended (cancellation is decided by the caller).
-#[derive(Debug)]
-pub enum Outcome {
-    /// The model answered without tool calls; its text.
-    Ok { response: String },
-    /// A fatal error; its `error` event has been emitted.
-    Failed { error: ErrorEnvelope, response: Option<String> },
-}
 
 /// Runs one send to its end. `conv` already holds the earlier turns.
 pub async fn run(
@@ -161,7 +153,7 @@ pub async fn run(
         stats.begin_model();
         let result = call_model(config, body, emit).await;
         stats.end_model();
-        let completion = match result {
+        let mut completion = match result {
             Ok(c) => c,
             Err(e) if e.is_context_exceeded() && !context_retry => {
                 // Not a provider error: learn the window, shorten, try once more.
@@ -224,6 +216,15 @@ pub async fn run(
             if budget_stop {
                 let answer = Some(completion.text).filter(|t| !t.trim().is_empty());
                 return fail(emit, spec.meter.exceeded(), answer.or_else(|| Some(progress.summary())), None).await;
+            }
+            // Asked for its answer, the model wrote out a tool call: no answer.
+            // pirn's account of the changes stands in (checked below), else the send failed.
+            if wrap_up && claims::is_call_text(&completion.text) {
+                if !progress.wrote() {
+                    let error = ErrorEnvelope::new(ErrorCode::LoopDetected, loop_guard::NO_ANSWER);
+                    return fail(emit, error, Some(progress.summary()), None).await;
+                }
+                completion.text = progress.account();
             }
             if checks
                 && !wrap_up
@@ -372,31 +373,3 @@ const PREFLIGHT_RESULT_BYTES: usize = 4 * 1024;
 
 /// The result of each call of an answer that made a loop.
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
-/// Streams one model call, emitting `content_delta` per text piece (and a
-/// `retry` event before each retry of a 429/503).
-async fn call_model(config: &SessionConfig, body: Bytes, emit: &Emitter) -> Result<Completion, ModelError> {
-    let mut stream = config.endpoint.open(body, emit).await?;
-    while let Some(text) = stream.next_text().await? {
-        emit.emit(Event::ContentDelta { text }).await;
-    }
-    Ok(stream.into_completion())
-}
-
-/// Emits the `error` event of a fatal error and ends the send with it.
-/// (`provider` names the model server for provider errors.)
-pub(crate) async fn fail(
-    emit: &Emitter,
-    error: ErrorEnvelope,
-    response: Option<String>,
-    provider: Option<String>,
-) -> Outcome {
-    emit.emit(Event::Error {
-        code: error.code,
-        message: error.message.clone(),
-        retryable: error.retryable,
-        provider,
-        details: error.details.clone(),
-    })
-    .await;
-    Outcome::Failed { error, response }
-}

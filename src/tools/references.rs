@@ -81,10 +81,24 @@ const KEYWORDS: &[&str] = &[
     "false",
 ];
 
-/// The identifiers of `s`, in order.
+/// The identifiers of `s` outside its string literals, in order: a value
+/// changed inside quotes (`"level": "info"` to `"debug"`) is data, not a
+/// name that something else uses.
 fn identifiers(s: &str) -> impl Iterator<Item = &str> {
-    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|t| t.len() >= MIN_NAME && !t.starts_with(|c: char| c.is_ascii_digit()) && !KEYWORDS.contains(t))
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    s.split(move |c: char| {
+        let in_string = quote.is_some();
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (None, '"' | '\'' | '`') => quote = Some(c),
+            _ => {}
+        }
+        in_string || quote.is_some() || !(c.is_alphanumeric() || c == '_')
+    })
+    .filter(|t| t.len() >= MIN_NAME && !t.starts_with(|c: char| c.is_ascii_digit()) && !KEYWORDS.contains(t))
 }
 
 /// Names an edit replaced by others: identifiers of `old` missing from
@@ -300,6 +314,13 @@ mod tests {
         assert!(has_word("x = get_total(p)", "get_total") && !has_word("x = get_totals(p)", "get_total"));
         assert_eq!(rename_pair("    def get_area(self):", "def area(self):"), Some(("get_area".into(), "area".into())));
         assert_eq!(rename_pair("a = calc(x)", "a = calc(y) + other(z)"), None, "two new names: not a rename");
+        assert_eq!(rename_pair(r#"{"logging":{"level":"info"}}"#, r#"{"logging":{"level":"debug"}}"#), None, "a value");
+        assert_eq!(rename_pair("greet('world')", "greet('there')"), None);
+        assert_eq!(
+            rename_pair(r#"v = f("a\"b", old_name)"#, r#"v = f("a\"b", new_name)"#),
+            Some(("old_name".into(), "new_name".into())),
+            "an escaped quote does not open a string"
+        );
         assert_eq!(replace_word("get_area(get_areas) + x.get_area", "get_area", "area"), "area(get_areas) + x.area");
     }
 

@@ -325,3 +325,21 @@ async fn redoing_an_edit_that_is_made_gets_the_wrap_up_and_ends_ok() {
     assert!(reqs[2].body["tool_choice"].is_null());
     assert_eq!(r["response"], "average returns 0.0 for an empty list now.");
 }
+
+#[tokio::test]
+async fn a_tool_call_written_out_as_the_wrap_up_answer_is_no_answer() {
+    let read = || Reply::tool("read_file", json!({"file_path": "greet.py"}));
+    let script = vec![
+        read(),
+        read(),
+        read(),
+        Reply::text(&["```json\n{\"name\": \"read_file\", \"arguments\": {\"file_path\": \"greet.py\"}}\n```"]),
+    ];
+    let files = [("greet.py", "def greet(n):\n    return 'hi ' + n\n")];
+    let (_, r, mock) = send(script, &files, "What does greet('x') return?", "0.3.0").await;
+    assert_eq!(r["status"], "error", "{r}");
+    assert_eq!(r["error"]["code"], "loop_detected", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("wrote out another tool call"), "{r}");
+    assert!(!r["response"].as_str().unwrap().contains("read_file\", \"arguments"), "not the junk: {r}");
+    assert_eq!(mock.requests()[3].body["tool_choice"], "none");
+}
