@@ -46,9 +46,37 @@ pub fn after_write(ctx: &super::ToolContext, file_path: &str) -> String {
     warning(target.path(), &ctx.display(target.path()), &content).unwrap_or_default()
 }
 
+/// Compares two sources given on stdin, separated by a NUL.
+const SAME_AST: &str = "import ast, sys\na, b = sys.stdin.read().split('\\0', 1)\ntry:\n    print(ast.dump(ast.parse(a)) == ast.dump(ast.parse(b)))\nexcept SyntaxError:\n    print(False)\n";
+
+/// True when `a` and `b` are the same code of `path`'s kind, only laid out
+/// differently: Python with the same syntax tree (`python3 -I`, as
+/// [`warning`] runs it), JSON with the same value. `false` when they differ
+/// or cannot be compared (other kinds, no `python3`, too large).
+pub fn same_code(path: &Path, a: &str, b: &str) -> bool {
+    if a.len() > MAX_BYTES || b.len() > MAX_BYTES || a.contains('\0') || b.contains('\0') {
+        return false;
+    }
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => matches!(
+            (serde_json::from_str::<serde_json::Value>(a), serde_json::from_str::<serde_json::Value>(b)),
+            (Ok(x), Ok(y)) if x == y
+        ),
+        Some("py") => run_python(SAME_AST, &format!("{a}\0{b}")).is_some_and(|out| out == "True"),
+        _ => false,
+    }
+}
+
 fn python(content: &str) -> Option<String> {
+    run_python(PARSE, content)
+}
+
+/// Runs `script` under `python3 -I` with an empty environment and `input`
+/// on stdin, within [`PYTHON_LIMIT`]; its trimmed output, `None` when empty
+/// or when it could not run.
+fn run_python(script: &str, input: &str) -> Option<String> {
     let mut child = Command::new("python3")
-        .args(["-I", "-c", PARSE])
+        .args(["-I", "-c", script])
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -56,7 +84,7 @@ fn python(content: &str) -> Option<String> {
         .spawn()
         .ok()?;
     let mut stdin = child.stdin.take()?;
-    let source = content.to_owned();
+    let source = input.to_owned();
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(source.as_bytes());
     });
@@ -93,6 +121,12 @@ mod tests {
             assert!(warning(Path::new("m.py"), "m.py", "def f():\n    return 1\n").is_none());
             let w = warning(Path::new("m.py"), "m.py", "    print(1)\nx = 2\n").unwrap();
             assert!(w.contains("IndentationError: unexpected indent (line 1)"), "{w}");
+            let py = Path::new("m.py");
+            assert!(same_code(py, "x = \"a\"\n\n\ny = [1,2]\n", "x = 'a'\ny = [1, 2]"));
+            assert!(!same_code(py, "x = 'a'\n", "x = 'b'\n"));
+            assert!(!same_code(py, "x = (\n", "x = (\n"), "what does not parse is not compared");
         }
+        assert!(same_code(Path::new("a.json"), "{\"a\": 1, \"b\": [1]}", "{\"b\":[1],\"a\":1}"));
+        assert!(!same_code(Path::new("a.txt"), "a", "a "));
     }
 }

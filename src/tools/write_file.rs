@@ -79,6 +79,21 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             super::NO_CHANGE
         ));
     }
+    // The same code laid out differently (other quotes, spacing): refused
+    // once, since the file already does what it says; asked again, written.
+    if let Some(old) = old.as_deref()
+        && super::syntax::same_code(&path, old, &args.content)
+        && ctx.warn_once(
+            &path.with_file_name(format!(".{}#reformat", path.file_name().unwrap_or_default().to_string_lossy())),
+        )
+    {
+        return failed(format!(
+            "{DROP_REFUSAL}your content is the same code as {shown} already holds, only written differently \
+             (quotes, spacing, blank lines or comments), so the file is unchanged: it already does what your content \
+             does. If the task is to change what the code does, make that change. If the task is this rewrite \
+             itself (formatting, comments), call write_file again with the same arguments."
+        ));
+    }
     if let Some(old) = old.as_deref().filter(|old| mostly_dropped(old, &args.content))
         && let Some((merged, changes)) = super::merge_json::merge(old, &args.content)
     {

@@ -5,6 +5,7 @@
 
 use serde_json::json;
 
+use super::mock::Reply;
 use super::tools::call_tool;
 use super::worker::mock_worker;
 
@@ -281,4 +282,33 @@ async fn a_new_string_that_runs_on_over_the_next_lines_replaces_them_once() {
     assert_eq!(after.matches("return sum").count(), 1, "{after}");
     let run = std::process::Command::new("python3").arg("inventory.py").current_dir(&ws).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout), "Total items: 42\n");
+}
+
+#[tokio::test]
+async fn a_rewrite_that_only_reformats_is_refused_once() {
+    let hello = "def greet():\n    return \"Hello, team!\"\n\n\nif __name__ == \"__main__\":\n    print(greet())\n";
+    // Seen on the tune half: asked to check a correct function, the model
+    // wrote it back with other quotes and answered "no changes are needed".
+    let requoted = hello.replace('"', "'");
+    let write = Reply::tool("write_file", json!({"file_path": "hello.py", "content": requoted}));
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "hello.py"})),
+        write.clone(),
+        write,
+        Reply::text(&["Requoted."]),
+    ];
+    let (mut w, mock) = mock_worker(script, &[], json!({"preflight": false})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("hello.py"), hello).unwrap();
+    w.write(json!({"type": "send", "id": "s", "message": "Use single quotes in hello.py."})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let told = |n: usize| {
+        let msgs = mock.requests()[n].body["messages"].as_array().unwrap().clone();
+        msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
+    };
+    assert!(told(2).contains("not written: your content is the same code as hello.py already holds"), "{}", told(2));
+    // Asked again, it is what the model wants: written.
+    assert!(told(3).starts_with("overwrote hello.py"), "{}", told(3));
+    assert_eq!(std::fs::read_to_string(ws.join("hello.py")).unwrap(), requoted);
 }
