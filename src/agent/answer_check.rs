@@ -175,6 +175,11 @@ impl Progress {
         self.fired.insert(check)
     }
 
+    /// True when `request` asks for a change (a change verb, not a question).
+    pub fn is_change_request(request: &str) -> bool {
+        asks_for_change(request, &words(request))
+    }
+
     /// True once a `write_file` or `edit_file` call succeeded in this send.
     pub fn wrote(&self) -> bool {
         self.wrote

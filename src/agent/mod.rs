@@ -16,6 +16,7 @@
 //! [`crate::conversation::Conversation::repair`].
 
 pub mod answer_check;
+mod apply_code;
 pub mod batch;
 pub mod budget;
 pub mod calls;
@@ -98,6 +99,8 @@ pub async fn run(
     // A budget is spent: the next answer ends the send as `budget_exceeded`.
     let mut budget_stop = false;
     let mut last_text = String::new();
+    // Code blocks of answers written as the change they propose (apply_code).
+    let mut applied = 0;
     if config.preflight && spec.output.is_none() {
         let mut pre_cx = tool_cx.clone();
         pre_cx.result_cap = PREFLIGHT_RESULT_BYTES;
@@ -226,6 +229,23 @@ pub async fn run(
                 }
                 completion.text = progress.account();
             }
+            // The fixed file shown in the answer instead of written: written.
+            let read = conv.read_files.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if checks
+                && !wrap_up
+                && !structured
+                && applied < apply_code::MAX_APPLIED
+                && answer_check::Progress::is_change_request(message)
+                && let Some((file, content)) =
+                    apply_code::proposed_write(&completion.text, message, &read, &config.workspace)
+            {
+                let cx = CallContext { config, permissions, emit, tools: &tool_cx };
+                if apply_code::apply(&cx, conv, stats, &mut progress, &file, &content).await.is_some() {
+                    applied += 1;
+                    previous.clear();
+                    continue;
+                }
+            }
             if checks
                 && !wrap_up
                 && !structured
@@ -329,6 +349,8 @@ pub async fn run(
             context::tool_result_cap(config.window(conv.budget.learned_window).await, tools::MAX_RESULT_BYTES);
         let cx = CallContext { config, permissions, emit, tools: &tool_cx };
         let results = calls::run(&cx, conv, stats, &mut progress, spec, &turn, &previous).await;
+        // pirn's own edits finishing a rename the model started change files too.
+        let finished = checks && !rename::complete(&cx, conv, stats, &mut progress, message, &results).await.is_empty();
         if spec.meter.tool_calls_spent() && !budget_stop {
             // Out of tool calls: one answer without tools, then the send ends.
             budget_stop = true;
@@ -360,7 +382,7 @@ pub async fn run(
                 conv.push_note(&loop_guard::wrap_up_note(message));
             }
         }
-        previous = calls::still_valid(&turn.run, results);
+        previous = if finished { Vec::new() } else { calls::still_valid(&turn.run, results) };
     }
 }
 

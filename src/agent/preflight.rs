@@ -127,7 +127,7 @@ pub fn mentioned_files(request: &str) -> Vec<String> {
 /// name) the one file of that name in the tree. Resolved by the OS beneath
 /// the workspace (no symlink out, no `..`); `None` when it does not exist,
 /// is ambiguous or leaves the workspace.
-fn locate(name: &str, workspace: &Path) -> Option<PathBuf> {
+pub(super) fn locate(name: &str, workspace: &Path) -> Option<PathBuf> {
     let confined = |p: &str| inside(Path::new(p), workspace);
     if let Some(p) = confined(name) {
         return Some(p);

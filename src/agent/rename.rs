@@ -1,15 +1,32 @@
 //! Renames a request asks for ("rename calc_total to compute_total",
 //! "replace X with Y"): where the old name still appears in the workspace.
 //!
-//! Owns: reading the pair out of the request. The loop's cycle note and the
-//! answer check spell out the edits that finish it while the old name
-//! remains (the bounded, whole-word search is
-//! [`crate::tools::references::rename_calls`]): the logs showed a small
-//! model renaming the definition, then rewriting the same file until its
-//! calls ran out, never looking at the callers; told only where the uses
-//! were, it read those files and still did not edit them.
+//! Owns: reading the pair out of the request, and [`complete`]: once the
+//! model itself has renamed the old name to the new one somewhere (its edit's
+//! result says where the old name is still used), pirn carries the same
+//! rename into every other line that uses it, as an editor's rename
+//! refactoring would. The logs showed why: a small model renames the
+//! definition, then rewrites the same file until its calls run out, never
+//! looking at the callers; told where the uses were, it read those files
+//! and still did not edit them; handed the exact call to make, it copied
+//! its own last call instead. The cycle note and the answer check spell
+//! out the next edit when the rename is still not finished
+//! ([`crate::tools::references::rename_calls`]).
 
 use std::path::Path;
+
+use serde_json::json;
+
+use super::SendStats;
+use super::answer_check::Progress;
+use super::calls::Done;
+use super::tool_call::CallContext;
+use crate::approval::Verdict;
+use crate::conversation::Conversation;
+use crate::model::ToolCall;
+
+/// Lines that use the old name, at most, for pirn to finish a rename.
+pub const MAX_COMPLETED: usize = 24;
 
 /// Words between the verb and the name that are not the name.
 const KINDS: &[&str] = &["the", "function", "class", "variable", "method", "constant", "field", "key", "type", "name"];
@@ -54,6 +71,60 @@ pub fn unfinished(request: &str, workspace: &Path) -> Option<String> {
     let (old, new) = pair(request)?;
     let ctx = crate::tools::ToolContext::new(workspace.to_path_buf(), Vec::new(), Default::default());
     crate::tools::references::rename_calls(&ctx, &old, &new)
+}
+
+/// When the request asks to rename `old` to `new` and one of `answered`
+/// (this answer's results) is an edit that did so and names uses of `old`
+/// left elsewhere: pirn's own `edit_file` calls that rename each of those
+/// lines (whole words; at most [`MAX_COMPLETED`] lines, else nothing), run
+/// like the model's (approval, events, conversation), when the session's
+/// policy lets `edit_file` run unasked. Returns their results.
+pub async fn complete(
+    cx: &CallContext<'_>,
+    conv: &mut Conversation,
+    stats: &mut SendStats,
+    progress: &mut Progress,
+    request: &str,
+    answered: &[Done],
+) -> Vec<Done> {
+    let Some((old, new)) = pair(request) else { return Vec::new() };
+    let started = format!("`{old}` is still used where `{new}` is meant");
+    if !answered.iter().any(|(_, r)| !r.starts_with("Error:") && r.contains(&started)) {
+        return Vec::new();
+    }
+    let config = cx.config;
+    let Some(edits) = crate::tools::references::rename_edits(cx.tools, &old, &new, MAX_COMPLETED) else {
+        return Vec::new();
+    };
+    let calls: Vec<ToolCall> = edits
+        .into_iter()
+        .enumerate()
+        .map(|(i, (file, line, renamed, repeated))| {
+            let mut args = json!({"file_path": file, "old_string": line, "new_string": renamed});
+            if repeated {
+                args["replace_all"] = json!(true);
+            }
+            ToolCall { id: format!("pirn_ren_{}", i + 1), name: "edit_file".to_owned(), arguments: args.to_string() }
+        })
+        .filter(|c| {
+            let args: serde_json::Value = serde_json::from_str(&c.arguments).unwrap_or_default();
+            config.tools.iter().any(|t| t == "edit_file")
+                && config.policy.visible("edit_file")
+                && config.policy.check("edit_file", &args, &config.workspace) == Verdict::Allow
+        })
+        .collect();
+    if calls.is_empty() {
+        return Vec::new();
+    }
+    tracing::info!(%old, %new, lines = calls.len(), "pirn finishes the rename the model started");
+    conv.push_assistant("", &calls);
+    let mut results = Vec::with_capacity(calls.len());
+    for call in &calls {
+        let text = super::tool_call::run(cx, conv, stats, call, None).await;
+        progress.record(&call.name, &text);
+        results.push((super::loop_guard::call_signature(call), text));
+    }
+    results
 }
 
 #[cfg(test)]

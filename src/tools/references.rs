@@ -87,16 +87,21 @@ const KEYWORDS: &[&str] = &[
 fn identifiers(s: &str) -> impl Iterator<Item = &str> {
     let mut quote: Option<char> = None;
     let mut escaped = false;
+    // Braces inside a string are code (f-strings, template literals).
+    let mut braces = 0u32;
     s.split(move |c: char| {
-        let in_string = quote.is_some();
+        let in_string = quote.is_some() && braces == 0;
         match (quote, c) {
+            (Some(_), '{') => braces += 1,
+            (Some(_), '}') if braces > 0 => braces -= 1,
+            (Some(_), _) if braces > 0 => {}
             (Some(_), _) if escaped => escaped = false,
             (Some(_), '\\') => escaped = true,
             (Some(q), c) if c == q => quote = None,
             (None, '"' | '\'' | '`') => quote = Some(c),
             _ => {}
         }
-        in_string || quote.is_some() || !(c.is_alphanumeric() || c == '_')
+        in_string || (quote.is_some() && braces == 0) || !(c.is_alphanumeric() || c == '_')
     })
     .filter(|t| t.len() >= MIN_NAME && !t.starts_with(|c: char| c.is_ascii_digit()) && !KEYWORDS.contains(t))
 }
@@ -199,6 +204,32 @@ pub fn rename_calls(ctx: &ToolContext, old: &str, new: &str) -> Option<String> {
          exactly as written:\n```json\n{call}\n```",
         places.join(", ")
     ))
+}
+
+/// One line edit that carries a rename: the file (as shown to the model),
+/// the line as it stands (trimmed), as it must read, and whether that same
+/// line occurs more than once in the file (all of them change).
+pub type LineEdit = (String, String, String, bool);
+
+/// The line edits that rename every whole-word use of `old` to `new` under
+/// `ctx.workspace`, one per distinct line; `None` when there are none or
+/// more than `limit` lines use it (a rename that large is the model's to
+/// make, or a refactoring tool's).
+pub fn rename_edits(ctx: &ToolContext, old: &str, new: &str, limit: usize) -> Option<Vec<LineEdit>> {
+    let (found, total) = find_uses(&ctx.workspace, &[old.to_owned()], limit, &|| ctx.cancel.is_cancelled());
+    if found.is_empty() || total > limit {
+        return None;
+    }
+    let mut edits: Vec<LineEdit> = Vec::new();
+    for (path, _, line) in &found {
+        let shown = ctx.display(path);
+        if edits.iter().any(|(p, l, _, _)| *p == shown && l == line) {
+            continue;
+        }
+        let repeated = read_no_follow(path).is_some_and(|t| t.lines().filter(|l| l.trim() == line).count() > 1);
+        edits.push((shown, line.clone(), replace_word(line, old, new), repeated));
+    }
+    Some(edits)
 }
 
 /// The note after `old` (a file's text, or the part of it replaced) became
@@ -316,6 +347,11 @@ mod tests {
         assert_eq!(rename_pair("a = calc(x)", "a = calc(y) + other(z)"), None, "two new names: not a rename");
         assert_eq!(rename_pair(r#"{"logging":{"level":"info"}}"#, r#"{"logging":{"level":"debug"}}"#), None, "a value");
         assert_eq!(rename_pair("greet('world')", "greet('there')"), None);
+        assert_eq!(
+            rename_pair("return f'{len(p)} items, {get_total(p)}'", "return f'{len(p)} items, {compute_total(p)}'"),
+            Some(("get_total".into(), "compute_total".into())),
+            "an f-string's braces are code"
+        );
         assert_eq!(
             rename_pair(r#"v = f("a\"b", old_name)"#, r#"v = f("a\"b", new_name)"#),
             Some(("old_name".into(), "new_name".into())),

@@ -267,11 +267,10 @@ async fn an_answer_narrating_the_repeated_calls_is_sent_back_once() {
 
 #[tokio::test]
 async fn a_rename_left_half_done_is_sent_back_naming_the_places() {
+    // Renamed by a command in one file only: no edit result names the uses
+    // left, so pirn does not finish it; the answer check catches it.
     let script = vec![
-        Reply::tool(
-            "edit_file",
-            json!({"file_path": "utils.py", "old_string": "def calc_total", "new_string": "def compute_total"}),
-        ),
+        Reply::tool("bash", json!({"command": "sed -i 's/calc_total/compute_total/' utils.py"})),
         Reply::text(&["Renamed."]),
         Reply::tool(
             "edit_file",
@@ -342,4 +341,50 @@ async fn a_tool_call_written_out_as_the_wrap_up_answer_is_no_answer() {
     assert!(r["error"]["message"].as_str().unwrap().contains("wrote out another tool call"), "{r}");
     assert!(!r["response"].as_str().unwrap().contains("read_file\", \"arguments"), "not the junk: {r}");
     assert_eq!(mock.requests()[3].body["tool_choice"], "none");
+}
+
+#[tokio::test]
+async fn a_rename_the_model_starts_is_carried_into_every_use() {
+    let files = [
+        ("billing.py", "def get_total(prices):\n    return sum(prices)\n"),
+        (
+            "report.py",
+            "from billing import get_total\n\n\ndef summary(p):\n    return f'total {get_total(p)}'\n\n\nprint(get_total([1]))\nprint(get_total([1]))\n",
+        ),
+        ("notes.txt", "get_totals is another word\n"),
+    ];
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "billing.py", "old_string": "def get_total(prices):", "new_string": "def compute_total(prices):"}),
+        ),
+        Reply::text(&["Renamed get_total to compute_total."]),
+    ];
+    let (events, r, _mock) =
+        send(script, &files, "Rename the function get_total to compute_total everywhere.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let edits: Vec<&Value> =
+        events.iter().filter(|e| e["event"]["event"] == "tool_start" && e["event"]["name"] == "edit_file").collect();
+    assert_eq!(edits.len(), 4, "the model's edit, then pirn's three lines (one of them twice in its file): {edits:?}");
+    assert_eq!(edits[3]["event"]["args"]["replace_all"], true, "{:?}", edits[3]);
+}
+
+#[tokio::test]
+async fn the_fixed_file_shown_in_an_answer_is_written() {
+    let files =
+        [("receipt.py", "prices = ['4', '5']\ntotal = 0\nfor p in prices:\n    total = total + p\nprint(total)\n")];
+    let shown = "Convert each price first. Here's the corrected code:\n\n```python\nprices = ['4', '5']\ntotal = 0\nfor p in prices:\n    total = total + int(p)\nprint(total)\n```\n\nNow it prints 9.";
+    let script = vec![Reply::text(&[shown]), Reply::text(&["Converted each price with int()."])];
+    let (events, r, mock) =
+        send(script, &files, "receipt.py crashes. Fix it so `python3 receipt.py` prints 9", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["verification"]["passed"], true, "{r}");
+    let writes: Vec<&Value> =
+        events.iter().filter(|e| e["event"]["event"] == "tool_start" && e["event"]["name"] == "write_file").collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0]["event"]["args"]["file_path"], "receipt.py");
+    // The model is shown what was written, as a call made for it.
+    let second = mock.requests()[1].body["messages"].as_array().unwrap().clone();
+    let call = second.iter().rev().find(|m| m["role"] == "assistant" && m["tool_calls"].is_array()).unwrap();
+    assert!(call["tool_calls"][0]["id"].as_str().unwrap().starts_with("pirn_apply_"), "{call}");
 }
