@@ -101,6 +101,8 @@ pub async fn run(
     let mut last_text = String::new();
     // Code blocks of answers written as the change they propose (apply_code).
     let mut applied = 0;
+    // Answers the server could not parse, asked for again.
+    let mut unreadable = 0;
     if config.preflight && spec.output.is_none() {
         let mut pre_cx = tool_cx.clone();
         pre_cx.result_cap = PREFLIGHT_RESULT_BYTES;
@@ -174,6 +176,13 @@ pub async fn run(
                 tracing::info!("the provider refused response_format: {e}");
                 conv.budget.no_response_format = true;
                 stats.iterations -= 1;
+                continue;
+            }
+            Err(e) if e.is_unreadable_answer() && unreadable < MAX_UNREADABLE => {
+                // The server could not parse the model's tool call: say so and ask again.
+                unreadable += 1;
+                tracing::info!("the model's answer could not be read: {e}");
+                conv.push_note(UNREADABLE_NOTE);
                 continue;
             }
             Err(e) => return fail(emit, ErrorEnvelope::from(&e), None, Some(config.endpoint.provider())).await,
@@ -280,6 +289,12 @@ pub async fn run(
                 (wrap_up, cycle_stop) = (false, false);
                 previous.clear();
                 continue;
+            }
+            // A rename whose old name is still used where it applies is not done.
+            if checks && let Some(left) = rename::unfinished(message, &config.workspace) {
+                let error =
+                    ErrorEnvelope::new(ErrorCode::VerificationFailed, format!("the rename is not finished: {left}"));
+                return fail(emit, error, Some(completion.text), None).await;
             }
             let mut verified = false;
             if let Some(v) = verifier.as_mut().filter(|_| progress.wrote()) {
@@ -389,6 +404,12 @@ pub async fn run(
 /// Estimated prompt tokens under which a session's first request goes out
 /// before the window probe: every model pirn can drive has a larger window.
 pub const PROBE_FROM_TOKENS: u64 = 2048;
+
+/// Answers the server could not parse that are asked for again, per send.
+const MAX_UNREADABLE: u32 = 2;
+/// What the model is told then.
+const UNREADABLE_NOTE: &str = "Your last answer could not be read: its tool call arguments were not valid JSON (the \
+     server rejected it). Answer again with one tool call whose arguments are one JSON object, or in plain text.";
 
 /// Most bytes of one preflight result (the request's command may print a lot).
 const PREFLIGHT_RESULT_BYTES: usize = 4 * 1024;

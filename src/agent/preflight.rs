@@ -74,6 +74,16 @@ pub fn plan(request: &str, workspace: &Path, budget: usize, run_command: Option<
             take(path, &mut files);
         }
     }
+    // A rename: the file that defines the old name, and a search for its uses.
+    let renaming = super::rename::pair(request).map(|(old, _)| old);
+    if let Some(old) = &renaming
+        && files.len() < MAX_FILES
+    {
+        let (uses, _) = crate::tools::references::find_uses(workspace, std::slice::from_ref(old), 50, &|| false);
+        if let Some((path, _, _)) = uses.iter().find(|(_, _, line)| defines(line, old)) {
+            take(path.clone(), &mut files);
+        }
+    }
     let named = files.clone();
     let mut imported = 0;
     for file in &named {
@@ -92,6 +102,7 @@ pub fn plan(request: &str, workspace: &Path, budget: usize, run_command: Option<
         .filter_map(|f| f.strip_prefix(workspace).ok())
         .map(|rel| json!({ "file_path": rel.to_string_lossy() }))
         .map(|args| ("read_file", args))
+        .chain(renaming.map(|old| ("grep", json!({ "pattern": format!("\\b{old}\\b") }))))
         .chain(run_command.map(|c| ("bash", json!({ "command": c, "timeout_ms": COMMAND_TIMEOUT_MS }))))
         .enumerate()
         .map(|(i, (name, args))| ToolCall {
@@ -100,8 +111,23 @@ pub fn plan(request: &str, workspace: &Path, budget: usize, run_command: Option<
             arguments: args.to_string(),
         })
         .collect();
-    calls.truncate(MAX_FILES + MAX_IMPORTED + 1);
+    calls.truncate(MAX_FILES + MAX_IMPORTED + 2);
     calls
+}
+
+/// True when `line` (trimmed) defines `name`: `def`, `class`, `function`,
+/// `fn`, `const`/`let`/`var`, or `name = …` at the start of a line.
+fn defines(line: &str, name: &str) -> bool {
+    let line = line.trim_start();
+    let rest = ["async def ", "def ", "class ", "function ", "fn ", "pub fn ", "const ", "let ", "var "]
+        .iter()
+        .find_map(|k| line.strip_prefix(k))
+        .unwrap_or(line);
+    rest.strip_prefix(name).is_some_and(|after| {
+        let after = after.trim_start();
+        (rest.len() < line.len() && !after.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+            || (after.starts_with('=') && !after.starts_with("=="))
+    })
 }
 
 /// "How many …", "count …", "number of …": a question answered by counting.
@@ -382,6 +408,21 @@ mod tests {
         assert!(plan("Explain a.py", &root, 3, None).is_empty(), "over the budget");
         assert!(plan("How many rows does data.csv have?", &root, 8192, None).is_empty(), "a count uses a tool");
         assert_eq!(paths(&plan("What is in data.csv?", &root, 8192, None)), ["read_file:data.csv"]);
+    }
+
+    #[test]
+    fn a_rename_reads_the_definition_and_searches_the_uses() {
+        let dir = ws(&[
+            ("geometry.py", "class Circle:\n    def get_area(self):\n        return 1\n"),
+            ("main.py", "print(c.get_area())\n"),
+        ]);
+        let root = dir.path().canonicalize().unwrap();
+        let calls = plan("Rename the method get_area of Circle to area.", &root, 8192, None);
+        assert_eq!(paths(&calls[..1]), ["read_file:geometry.py"]);
+        assert_eq!(calls[1].name, "grep");
+        assert!(calls[1].arguments.contains(r#"\\bget_area\\b"#), "{}", calls[1].arguments);
+        assert!(defines("    def get_area(self):", "get_area") && defines("TIMEOUT = 15", "TIMEOUT"));
+        assert!(!defines("x = get_area()", "get_area") && !defines("TIMEOUT == 15", "TIMEOUT"));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! out the next edit when the rename is still not finished
 //! ([`crate::tools::references::rename_calls`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -63,14 +63,19 @@ pub fn pair(request: &str) -> Option<(String, String)> {
     None
 }
 
-/// For a rename request whose old name is still in the workspace: a
-/// sentence naming where, for the model; `None` otherwise.
-/// The edits that finish it are spelled out
-/// ([`crate::tools::references::rename_calls`]).
+/// Where a rename request applies: the files it names that exist ("in
+/// inventory.py"), else the whole workspace (empty).
+pub fn scope(request: &str, workspace: &Path) -> Vec<PathBuf> {
+    super::preflight::mentioned_files(request).iter().filter_map(|n| super::preflight::locate(n, workspace)).collect()
+}
+
+/// For a rename request whose old name is still used in its [`scope`]: a
+/// sentence naming where, with the next edit spelled out
+/// ([`crate::tools::references::rename_calls`]); `None` otherwise.
 pub fn unfinished(request: &str, workspace: &Path) -> Option<String> {
     let (old, new) = pair(request)?;
     let ctx = crate::tools::ToolContext::new(workspace.to_path_buf(), Vec::new(), Default::default());
-    crate::tools::references::rename_calls(&ctx, &old, &new)
+    crate::tools::references::rename_calls(&ctx, &old, &new, &scope(request, workspace))
 }
 
 /// When the request asks to rename `old` to `new` and one of `answered`
@@ -93,7 +98,8 @@ pub async fn complete(
         return Vec::new();
     }
     let config = cx.config;
-    let Some(edits) = crate::tools::references::rename_edits(cx.tools, &old, &new, MAX_COMPLETED) else {
+    let within = scope(request, &config.workspace);
+    let Some(edits) = crate::tools::references::rename_edits(cx.tools, &old, &new, MAX_COMPLETED, &within) else {
         return Vec::new();
     };
     let calls: Vec<ToolCall> = edits

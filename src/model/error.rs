@@ -153,6 +153,17 @@ impl ModelError {
         .any(|p| text.contains(p))
     }
 
+    /// True when the server could not read the model's own answer: its
+    /// tool call arguments were not JSON (llama.cpp's `llama-server` answers
+    /// 500 "Failed to parse tool call arguments as JSON", vLLM 400/500 "…
+    /// tool call … parse …"). The model's fault, not the server's: asked
+    /// again with a note, it answers differently.
+    pub fn is_unreadable_answer(&self) -> bool {
+        let ModelError::Http { status, message, body } = self else { return false };
+        let text = format!("{message} {body}").to_ascii_lowercase();
+        matches!(status, 400 | 500) && text.contains("tool call") && text.contains("pars")
+    }
+
     /// The context window the server named in a context error, in tokens:
     /// llama.cpp's `"n_ctx": N`, or "maximum context length is N" (OpenAI,
     /// vLLM).

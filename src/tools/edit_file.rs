@@ -50,7 +50,9 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let file_path = args.file_path.clone();
     let done = apply(args, ctx)?;
     let note = match pair {
-        Some((old, new)) => super::references::rename_calls(ctx, &old, &new).map(|calls| format!("\nNote: {calls}")),
+        Some((old, new)) => {
+            super::references::rename_calls(ctx, &old, &new, &[]).map(|calls| format!("\nNote: {calls}"))
+        }
         None => super::references::still_used(ctx, &renamed, super::references::Why::Renamed),
     }
     .unwrap_or_default();

@@ -180,8 +180,9 @@ pub fn replace_word(line: &str, old: &str, new: &str) -> String {
 /// from several; each edit's result then spells out the next. A sentence
 /// for the model that starts with the old name; `None` when it is used
 /// nowhere.
-pub fn rename_calls(ctx: &ToolContext, old: &str, new: &str) -> Option<String> {
-    let (found, total) = find_uses(&ctx.workspace, &[old.to_owned()], MAX_USES, &|| ctx.cancel.is_cancelled());
+pub fn rename_calls(ctx: &ToolContext, old: &str, new: &str, scope: &[PathBuf]) -> Option<String> {
+    let cancelled = || ctx.cancel.is_cancelled();
+    let (found, total) = find_uses_in(&ctx.workspace, scope, &[old.to_owned()], MAX_USES, &cancelled);
     let (path, _, line) = found.first()?;
     let places: Vec<String> = found.iter().map(|(path, n, _)| format!("{}:{n}", ctx.display(path))).collect();
     let repeated = read_no_follow(path).is_some_and(|t| t.lines().filter(|l| l.trim() == line).count() > 1);
@@ -215,8 +216,9 @@ pub type LineEdit = (String, String, String, bool);
 /// `ctx.workspace`, one per distinct line; `None` when there are none or
 /// more than `limit` lines use it (a rename that large is the model's to
 /// make, or a refactoring tool's).
-pub fn rename_edits(ctx: &ToolContext, old: &str, new: &str, limit: usize) -> Option<Vec<LineEdit>> {
-    let (found, total) = find_uses(&ctx.workspace, &[old.to_owned()], limit, &|| ctx.cancel.is_cancelled());
+pub fn rename_edits(ctx: &ToolContext, old: &str, new: &str, limit: usize, scope: &[PathBuf]) -> Option<Vec<LineEdit>> {
+    let cancelled = || ctx.cancel.is_cancelled();
+    let (found, total) = find_uses_in(&ctx.workspace, scope, &[old.to_owned()], limit, &cancelled);
     if found.is_empty() || total > limit {
         return None;
     }
@@ -238,7 +240,7 @@ pub fn rename_edits(ctx: &ToolContext, old: &str, new: &str, limit: usize) -> Op
 /// they went away). `None` when nothing is left to say.
 pub fn after_change(ctx: &ToolContext, old: &str, new: &str, gone: &[String], why: Why) -> Option<String> {
     match rename_pair(old, new) {
-        Some((from, to)) => rename_calls(ctx, &from, &to).map(|calls| format!("\nNote: {calls}")),
+        Some((from, to)) => rename_calls(ctx, &from, &to, &[]).map(|calls| format!("\nNote: {calls}")),
         None => still_used(ctx, gone, why),
     }
 }
@@ -264,10 +266,26 @@ pub fn find_uses(
     limit: usize,
     cancelled: &dyn Fn() -> bool,
 ) -> (Vec<(PathBuf, usize, String)>, usize) {
+    find_uses_in(root, &[], names, limit, cancelled)
+}
+
+/// [`find_uses`] in the files of `scope` only (absolute paths under
+/// `root`; all of `root` when empty).
+pub fn find_uses_in(
+    root: &Path,
+    scope: &[PathBuf],
+    names: &[String],
+    limit: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> (Vec<(PathBuf, usize, String)>, usize) {
     let mut uses = Vec::new();
     let mut total = 0;
     let walk = WalkBuilder::new(root).require_git(false).max_filesize(Some(MAX_FILE_BYTES)).build();
-    for entry in walk.flatten().filter(|e| e.file_type().is_some_and(|t| t.is_file())).take(MAX_FILES) {
+    let files = walk
+        .flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter(|e| scope.is_empty() || scope.iter().any(|s| s == e.path()));
+    for entry in files.take(MAX_FILES) {
         if cancelled() {
             break;
         }
@@ -367,13 +385,13 @@ mod tests {
         std::fs::write(root.join("main.py"), "c = C()\nprint(c.get_area())\nprint(c.get_area())\n").unwrap();
         std::fs::write(root.join("other.py"), "x = get_areas\n").unwrap();
         let ctx = ToolContext::new(root.clone(), vec![], Default::default());
-        let note = rename_calls(&ctx, "get_area", "area").unwrap();
+        let note = rename_calls(&ctx, "get_area", "area", &[]).unwrap();
         let want = r#"{"name": "edit_file", "arguments": {"file_path": "main.py", "old_string": "print(c.get_area())", "new_string": "print(c.area())", "replace_all": true}}"#;
         assert!(note.contains(want), "{note}");
         assert!(note.starts_with("`get_area` is still used where `area` is meant, at main.py:2, main.py:3."), "{note}");
         assert_eq!(note.matches("```json").count(), 1, "the same line once: {note}");
         assert!(!note.contains("other.py"), "whole words only: {note}");
         std::fs::write(root.join("main.py"), "print(c.area())\n").unwrap();
-        assert_eq!(rename_calls(&ctx, "get_area", "area"), None);
+        assert_eq!(rename_calls(&ctx, "get_area", "area", &[]), None);
     }
 }

@@ -388,3 +388,58 @@ async fn the_fixed_file_shown_in_an_answer_is_written() {
     let call = second.iter().rev().find(|m| m["role"] == "assistant" && m["tool_calls"].is_array()).unwrap();
     assert!(call["tool_calls"][0]["id"].as_str().unwrap().starts_with("pirn_apply_"), "{call}");
 }
+
+#[tokio::test]
+async fn a_rename_left_unfinished_is_never_ok_and_only_its_named_files_count() {
+    let files = [("inventory.py", "qty = 3\nprint(qty)\n"), ("other.py", "qty = 'another module, another qty'\n")];
+    // The model says it is done twice without touching print(qty): the
+    // second time the send ends, and not as ok.
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "inventory.py", "old_string": "qty = 3", "new_string": "quantity = 3"}),
+        ),
+        Reply::text(&["Renamed."]),
+        Reply::text(&["Renamed, really."]),
+    ];
+    let mut first = script;
+    // pirn finishes what the model started (print(qty) in inventory.py), so
+    // this send ends ok; other.py, outside the named file, is left alone.
+    first.truncate(2);
+    let (_, r, _mock) = send(first, &files, "In inventory.py, rename the variable qty to quantity.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+
+    // Renamed by a command in one line only (no edit result to start pirn's
+    // edits from): the rename stays half done.
+    let mock = MockServer::start(vec![
+        Reply::tool("bash", json!({"command": "sed -i 's/qty = 3/quantity = 3/' inventory.py"})),
+        Reply::text(&["Renamed."]),
+        Reply::text(&["Renamed, really."]),
+    ])
+    .await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    for (path, text) in files {
+        std::fs::write(w.workspace.path().join(path), text).unwrap();
+    }
+    let (mut w, _) = w.init("0.3.0", json!({})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "In inventory.py, rename the variable qty to quantity."}))
+        .await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "error", "{r}");
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    let why = r["error"]["message"].as_str().unwrap();
+    assert!(why.contains("the rename is not finished") && why.contains("inventory.py:2"), "{why}");
+    assert!(!why.contains("other.py"), "only the file the request names: {why}");
+}
+
+#[tokio::test]
+async fn an_answer_the_server_cannot_parse_is_asked_for_again() {
+    // llama-server's answer when the model's tool call is not JSON.
+    let unreadable = r#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error","type":"server_error"}}"#;
+    let script = vec![Reply::status(500, unreadable), Reply::text(&["It returns 2."])];
+    let (_, r, mock) = send(script, &[], "What does two() return?", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "It returns 2.");
+    let told = last_message(&mock, 1);
+    assert!(told.starts_with("[pirn] Your last answer could not be read"), "{told}");
+}
