@@ -157,6 +157,21 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             Err(e) => failed(format!("{shown}: write failed: {e}")),
         };
     }
+    // Only lines the file already has, fewer of them: a snippet of the file,
+    // never a replacement for it (a small model repeats such a write, and the
+    // drop guard would then let it through, leaving the file that snippet).
+    if let Some(old) = old.as_deref()
+        && let Some(lines) = lines_already_there(old, &args.content)
+    {
+        ctx.mark_read(&path);
+        return Ok(format!(
+            "{}every line of your content is already in {shown} (line{} {}); nothing written. To change part of \
+             the file, call edit_file with old_string the lines as they are and new_string the lines as they must be.",
+            super::NO_CHANGE,
+            if lines.len() == 1 { "" } else { "s" },
+            lines.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        ));
+    }
     if let Some(refusal) = old.as_deref().and_then(|old| drop_guard(&target, old, &shown, &args.content, ctx)) {
         return failed(refusal);
     }
@@ -193,6 +208,18 @@ pub fn is_drop_refusal(result: &str) -> bool {
 /// An unread file up to this size (bytes) is shown when a write to it is
 /// refused.
 const SHOWN_UNREAD: usize = super::read_file::WHOLE_FILE_BYTES as usize;
+
+/// The 1-based lines of `old` that hold the non-blank lines of `content`
+/// (compared trimmed), when every one of them is there and `content` has
+/// fewer non-blank lines than `old`; `None` otherwise.
+fn lines_already_there(old: &str, content: &str) -> Option<Vec<usize>> {
+    let wanted: Vec<&str> = content.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let have = old.lines().filter(|l| !l.trim().is_empty()).count();
+    if wanted.is_empty() || wanted.len() >= have {
+        return None;
+    }
+    wanted.iter().map(|w| old.lines().position(|l| l.trim() == *w).map(|i| i + 1)).collect()
+}
 
 /// True when `a` and `b` differ at most in trailing spaces and final newlines.
 fn same_text(a: &str, b: &str) -> bool {
@@ -322,3 +349,16 @@ fn reformatted(old: &str, new: &str) -> bool {
 
 /// See [`reformatted`].
 pub const REFORMAT_KEPT: usize = 80;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snippet_of_the_file_is_told_apart() {
+        let old = "prices = [1]\n\ntotal = 0\nfor p in prices:\n    total = str(total) + p\n";
+        assert_eq!(lines_already_there(old, "total = str(total) + p"), Some(vec![5]));
+        assert_eq!(lines_already_there(old, "total = int(total) + p"), None);
+        assert_eq!(lines_already_there("a\nb\n", "b\na\n"), None, "as many lines: a rewrite");
+    }
+}

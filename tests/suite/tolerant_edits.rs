@@ -312,3 +312,25 @@ async fn a_rewrite_that_only_reformats_is_refused_once() {
     assert!(told(3).starts_with("overwrote hello.py"), "{}", told(3));
     assert_eq!(std::fs::read_to_string(ws.join("hello.py")).unwrap(), requoted);
 }
+
+#[tokio::test]
+async fn a_snippet_written_again_and_again_never_replaces_the_file() {
+    let receipt =
+        "prices = [\"4\", \"5\"]\n\ntotal = 0\nfor p in prices:\n    total = total + int(p)\n\nprint(total)\n";
+    let snippet = Reply::tool("write_file", json!({"file_path": "receipt.py", "content": "total = total + int(p)"}));
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "receipt.py"})),
+        snippet.clone(),
+        snippet,
+        Reply::text(&["ok"]),
+    ];
+    let (mut w, mock) = mock_worker(script, &[], json!({"preflight": false})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("receipt.py"), receipt).unwrap();
+    w.write(json!({"type": "send", "id": "s", "message": "Make receipt.py add the prices as numbers."})).await;
+    let (_, _r) = w.result_for("s").await;
+    assert_eq!(std::fs::read_to_string(ws.join("receipt.py")).unwrap(), receipt, "the file is whole");
+    let told = mock.requests()[2].body["messages"].as_array().unwrap().clone();
+    let said = told.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(said.starts_with("no change: every line of your content is already in receipt.py (line 5)"), "{said}");
+}
