@@ -63,9 +63,19 @@ pub fn pair(request: &str) -> Option<(String, String)> {
     None
 }
 
+/// Words that make a rename reach past the files a request names ("its
+/// definition in utils.py and every call to it").
+const WIDE: &[&str] = &["everywhere", "every", "all", "across", "project", "callers", "calls", "uses", "usages"];
+
 /// Where a rename request applies: the files it names that exist ("in
-/// inventory.py"), else the whole workspace (empty).
+/// inventory.py, rename …"), unless it also says everywhere, every call,
+/// all files…; else the whole workspace (empty).
 pub fn scope(request: &str, workspace: &Path) -> Vec<PathBuf> {
+    let lower = request.to_lowercase();
+    let wide = lower.split(|c: char| !c.is_alphanumeric()).any(|w| WIDE.contains(&w));
+    if wide {
+        return Vec::new();
+    }
     super::preflight::mentioned_files(request).iter().filter_map(|n| super::preflight::locate(n, workspace)).collect()
 }
 
@@ -136,6 +146,15 @@ pub async fn complete(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rename_reaches_past_the_named_files_when_it_says_so() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        std::fs::write(root.join("utils.py"), "def f():\n    pass\n").unwrap();
+        assert!(scope("Rename f to g everywhere: its definition in utils.py and every call to it.", &root).is_empty());
+        assert_eq!(scope("In utils.py, rename the variable f to g.", &root), [root.join("utils.py")]);
+    }
 
     #[test]
     fn the_pair_and_the_places_left() {
