@@ -1,0 +1,3 @@
+from utils import shout, whisper
+
+print(shout("hello world"))

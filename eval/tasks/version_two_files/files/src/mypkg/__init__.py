@@ -1,0 +1,3 @@
+"""mypkg: a small package."""
+
+__version__ = "0.4.1"
