@@ -174,17 +174,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         ));
     }
     if starts.len() > 1 && !args.replace_all {
-        let lines: Vec<String> = starts.iter().take(20).map(|&i| line_of(&content, i).to_string()).collect();
-        // A small model copies a complete call better than it follows advice.
-        let all = serde_json::json!({"name": "edit_file", "arguments": {
-            "file_path": args.file_path, "old_string": args.old_string, "new_string": args.new_string, "replace_all": true,
-        }});
-        return failed(format!(
-            "{shown}: old_string matches {} times (lines {}). To change one of them, add the lines around it to \
-             old_string so that it is unique. To change every one (a rename, for instance), make this call:\n{all}",
-            starts.len(),
-            lines.join(", ")
-        ));
+        return failed(super::edit_many::answer(&shown, &content, &starts, &old, &new));
     }
     // new_string runs on with lines the file has right after (or before)
     // the match: they are replaced, not written twice.

@@ -14,6 +14,7 @@
 pub mod bash;
 pub mod confine;
 pub mod edit_file;
+pub mod edit_many;
 pub mod edit_match;
 pub mod edit_overlap;
 pub mod glob;
@@ -24,6 +25,7 @@ pub mod merge_defs;
 /// the file and nothing was written (`edit_file`, `write_file`).
 pub const NO_CHANGE: &str = "no change: ";
 pub mod merge_json;
+pub mod merge_toml;
 pub mod read_file;
 pub mod references;
 pub mod spec;

@@ -8,7 +8,8 @@
 //! [`MOSTLY_DROPPED`]); the same write asked for again goes through. Such a
 //! rewrite made only of definitions (and imports) is merged into the file
 //! instead ([`super::merge_defs`]), and a partial JSON object changes only
-//! the values it gives ([`super::merge_json`]).
+//! the values it gives ([`super::merge_json`]), and so does TOML holding only
+//! settings the file has ([`super::merge_toml`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -78,6 +79,28 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
              nothing written. Writing it again changes nothing: if the task needs a change, make that change.",
             super::NO_CHANGE
         ));
+    }
+    // A TOML rewrite of settings the file has: only the values that differ change.
+    if let Some(old) = old.as_deref().filter(|_| path.extension().is_some_and(|e| e == "toml"))
+        && let Some((merged, changes)) = super::merge_toml::merge(old, &args.content)
+        && merged != args.content
+    {
+        if changes.is_empty() {
+            return Ok(format!(
+                "{}{shown} already holds every value your content gives; nothing written. To remove a setting or \
+                 change a comment, use edit_file.",
+                super::NO_CHANGE
+            ));
+        }
+        let changed: Vec<String> = changes.iter().map(|(path, was, now)| format!("{path} {was} → {now}")).collect();
+        return match target.write_atomic(merged.as_bytes()) {
+            Ok(()) => Ok(format!(
+                "merged into {shown}: your content holds settings it has, so only the values that differ were \
+                 changed: {}; every other setting and comment of {shown} is kept.",
+                changed.join(", ")
+            )),
+            Err(e) => failed(format!("{shown}: write failed: {e}")),
+        };
     }
     // The same code laid out differently (other quotes, spacing): refused
     // once, since the file already does what it says; asked again, written.

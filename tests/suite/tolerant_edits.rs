@@ -334,3 +334,41 @@ async fn a_snippet_written_again_and_again_never_replaces_the_file() {
     let said = told.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
     assert!(said.starts_with("no change: every line of your content is already in receipt.py (line 5)"), "{said}");
 }
+
+#[tokio::test]
+async fn several_matches_get_one_call_each_and_no_replace_all_offer() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let ops = "def add(a, b):\n    return a + b\n\n\ndef multiply(a, b):\n    return a + b\n";
+    std::fs::write(ws.join("ops.py"), ops).unwrap();
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "edit_file",
+        json!({"file_path": "ops.py", "old_string": "return a + b", "new_string": "return a * b"}),
+    )
+    .await;
+    assert!(out.contains("old_string matches 2 times (lines 2, 6); nothing was changed"), "{out}");
+    assert!(out.contains("For line 6 (in multiply):") && out.contains("For line 2 (in add):"), "{out}");
+    assert!(!out.contains("replace_all"), "the call a small model copied broke add: {out}");
+    assert_eq!(std::fs::read_to_string(ws.join("ops.py")).unwrap(), ops);
+}
+
+#[tokio::test]
+async fn a_toml_rewrite_of_some_settings_changes_only_those() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let config = "[server]\nport = 9000\nworkers = 4\n\n[client]\nworkers = 2\ntimeout = 5\n";
+    std::fs::write(ws.join("config.toml"), config).unwrap();
+    call_tool(&mut w, &mock, "read_file", json!({"file_path": "config.toml"})).await;
+    // Seen on the tune half: the tables written back without port and timeout.
+    let out = call_tool(
+        &mut w,
+        &mock,
+        "write_file",
+        json!({"file_path": "config.toml", "content": "[server]\nworkers = 8\n\n[client]\nworkers = 2\n"}),
+    )
+    .await;
+    assert!(out.starts_with("merged into config.toml") && out.contains("server.workers 4 → 8"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("config.toml")).unwrap(), config.replace("workers = 4", "workers = 8"));
+}
