@@ -83,7 +83,10 @@ struct FileHits {
 }
 
 /// Searches. Errors (to the model): invalid regex or glob, path outside the
-/// workspace.
+/// workspace. A pattern that is not a valid regex, or one with regex
+/// characters that matches nothing, is searched for as the text itself
+/// (a small model greps for code it copied: `def __init__(self):` as a
+/// regex matches nothing), and the result says so.
 pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     // A resolved path holds no links; the walk below follows none, so a
     // link to a directory outside is never searched.
@@ -92,13 +95,12 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if !target.exists() {
         return failed(format!("{} does not exist", ctx.display(&root)));
     }
-    let matcher = match RegexMatcherBuilder::new()
-        .case_insensitive(args.case_insensitive)
-        .line_terminator(Some(b'\n'))
-        .build(&args.pattern)
-    {
-        Ok(m) => m,
-        Err(e) => return failed(format!("invalid regex {:?}: {e}", args.pattern)),
+    let build = |literal: bool| {
+        RegexMatcherBuilder::new()
+            .case_insensitive(args.case_insensitive)
+            .fixed_strings(literal)
+            .line_terminator(Some(b'\n'))
+            .build(&args.pattern)
     };
     let mut walk = WalkBuilder::new(&root);
     walk.require_git(false).threads(walk_threads());
@@ -115,6 +117,54 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             Err(e) => return failed(format!("invalid glob {g:?}: {e}")),
         }
     }
+    let found = match build(false) {
+        Ok(matcher) => search(&walk, &matcher, &args, ctx)?,
+        Err(e) => {
+            let Ok(literal) = build(true) else { return failed(format!("invalid regex {:?}: {e}", args.pattern)) };
+            let mut found = search(&walk, &literal, &args, ctx)?;
+            found.note =
+                Some(format!("[{:?} is not a valid regular expression; searched for the text itself]", args.pattern));
+            found
+        }
+    };
+    let found = if found.hits.is_empty()
+        && found.note.is_none()
+        && args.pattern.contains(['(', ')', '[', ']', '{', '}', '.', '*', '+', '?', '|', '^', '$', '\\'])
+        && let Ok(literal) = build(true)
+        && let mut plain = search(&walk, &literal, &args, ctx)?
+        && !plain.hits.is_empty()
+    {
+        plain.note = Some(format!(
+            "[as a regular expression {:?} matches nothing; these are the lines holding it as written]",
+            args.pattern
+        ));
+        plain
+    } else {
+        found
+    };
+    if found.hits.is_empty() {
+        let how = if found.note.is_some() { " (not a valid regular expression: searched for as text)" } else { "" };
+        return Ok(format!("no matches for {:?}{how} under {}", args.pattern, ctx.display(&root)));
+    }
+    Ok(report(found, &args, ctx))
+}
+
+/// What one search found.
+struct Found {
+    hits: Vec<FileHits>,
+    /// It stopped at [`MAX_MATCHES`].
+    capped: bool,
+    /// Said before the matches (a fallback to the literal text).
+    note: Option<String>,
+}
+
+/// Walks `walk` in parallel with `matcher`. Errors: cancelled.
+fn search(
+    walk: &WalkBuilder,
+    matcher: &grep_regex::RegexMatcher,
+    args: &Args,
+    ctx: &ToolContext,
+) -> Result<Found, ToolError> {
     let before = args.before.or(args.context).unwrap_or(0).min(50);
     let after = args.after.or(args.context).unwrap_or(0).min(50);
     let mode = args.output_mode;
@@ -160,14 +210,21 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         })
     });
     if cancelled.load(Ordering::Relaxed) {
-        return failed("cancelled");
+        return Err(ToolError::Failed("cancelled".to_owned()));
     }
-    let mut hits = hits.into_inner().unwrap_or_default();
-    if hits.is_empty() {
-        return Ok(format!("no matches for {:?} under {}", args.pattern, ctx.display(&root)));
-    }
+    Ok(Found { hits: hits.into_inner().unwrap_or_default(), capped: capped.load(Ordering::Relaxed), note: None })
+}
+
+/// The result text: the matches sorted by path, as `mode` asks, then the count.
+fn report(found: Found, args: &Args, ctx: &ToolContext) -> String {
+    let Found { mut hits, capped, note } = found;
     hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let mode = args.output_mode;
     let mut out = String::new();
+    if let Some(note) = note {
+        out.push_str(&note);
+        out.push('\n');
+    }
     for h in &hits {
         match mode {
             OutputMode::Content => out.push_str(&h.text),
@@ -186,7 +243,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             out = format!("{cut}[{} more lines not shown (head_limit={limit})]\n", lines - limit);
         }
     }
-    if capped.load(Ordering::Relaxed) {
+    if capped {
         let _ = writeln!(out, "[stopped after {MAX_MATCHES} matching lines; narrow the pattern, path or glob]");
     } else {
         // A small model miscounts a list it reads; the count is stated.
@@ -198,7 +255,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             let _ = writeln!(out, "[{lines} matching line{} in {files} file{}]", plural(lines), plural(files));
         }
     }
-    Ok(out)
+    out
 }
 
 fn plural(n: usize) -> &'static str {

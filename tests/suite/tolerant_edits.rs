@@ -372,3 +372,19 @@ async fn a_toml_rewrite_of_some_settings_changes_only_those() {
     assert!(out.starts_with("merged into config.toml") && out.contains("server.workers 4 → 8"), "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("config.toml")).unwrap(), config.replace("workers = 4", "workers = 8"));
 }
+
+#[tokio::test]
+async fn grep_for_copied_code_finds_the_code() {
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("stack.py"), "class Stack:\n    def __init__(self):\n        self.items = []\n").unwrap();
+    // Seen on the tune half: `(self)` as a regex is a group, so this found nothing.
+    let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "def __init__(self):"})).await;
+    assert!(out.contains("matches nothing; these are the lines holding it as written"), "{out}");
+    assert!(out.contains("stack.py:2:    def __init__(self):") && out.contains("[1 matching line in 1 file]"), "{out}");
+    let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "items = ["})).await;
+    assert!(out.contains("is not a valid regular expression; searched for the text itself"), "{out}");
+    assert!(out.contains("stack.py:3:"), "{out}");
+    let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "def \\w+\\(self\\)"})).await;
+    assert!(out.starts_with("stack.py:2:"), "a regex that matches is a regex: {out}");
+}

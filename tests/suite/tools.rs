@@ -313,7 +313,7 @@ async fn grep_options() {
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "e", "head_limit": 2})).await;
     assert!(out.starts_with("src/a.rs:1:one\nsrc/a.rs:2:Needle here\n[") && out.contains("head_limit=2"), "{out}");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "("})).await;
-    assert!(out.contains("invalid regex"), "{out}");
+    assert!(out.contains("not a valid regular expression: searched for as text"), "{out}");
     let big: String = (0..3000).map(|i| format!("hit {i}\n")).collect();
     std::fs::write(ws.join("src/big.txt"), big).unwrap();
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "hit", "path": "src/big.txt"})).await;
