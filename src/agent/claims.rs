@@ -2,6 +2,7 @@
 //! announced instead of done, and names said to be "already" there that no
 //! file contains. Used by [`super::answer_check`].
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::Value;
@@ -103,6 +104,40 @@ pub(super) fn unfence(text: String) -> String {
     inner.to_owned()
 }
 
+/// The numbers written in `text` (runs of digits, with a decimal part
+/// when there is one), as written.
+pub(super) fn numbers(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || (c == '.' && !current.is_empty() && chars.peek().is_some_and(char::is_ascii_digit)) {
+            current.push(c);
+        } else if !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out.into_iter()
+}
+
+/// For an answer that gives exactly one number (outside file names and
+/// code spans): that number, when neither `seen` (the numbers of the send's
+/// tool results) nor the request holds it.
+pub(super) fn unsupported_number(answer: &str, request: &str, seen: &HashSet<String>) -> Option<String> {
+    let words: Vec<&str> = answer
+        .split(|c: char| c.is_whitespace() || "`'\"()[]{},;:".contains(c))
+        .filter(|w| !w.is_empty() && !super::answer_check::looks_like_file(w.trim_end_matches('.')))
+        .collect();
+    let mut found: Vec<String> = words.iter().flat_map(|w| numbers(w)).collect();
+    found.dedup();
+    let [n] = &found[..] else { return None };
+    let asked: HashSet<String> = numbers(request).collect();
+    (!seen.contains(n) && !asked.contains(n)).then(|| n.clone())
+}
+
 /// True when `text` is nothing but a tool call written out (`{"name": …,
 /// "arguments": …}`, fenced or not): what a small model asked for its
 /// answer without tools sometimes sends instead of one.
@@ -117,6 +152,18 @@ pub(super) fn is_call_text(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_no_tool_showed_is_named() {
+        let seen: HashSet<String> = numbers("test_math_utils.py:6\n[6 matching lines in 1 file]").collect();
+        assert_eq!(unsupported_number("```json\n3\n```", "How many tests?", &seen), Some("3".to_owned()));
+        assert_eq!(unsupported_number("There are 6 test functions.", "How many tests?", &seen), None);
+        assert_eq!(unsupported_number("Between 3 and 6.", "How many?", &seen), None, "two numbers: no claim to check");
+        assert_eq!(unsupported_number("It is in test2.py.", "Where?", &seen), None, "a file name");
+        assert_eq!(unsupported_number("It prints 42.", "Does it print 42?", &seen), None, "the request's own");
+        let seen: HashSet<String> = numbers("price = 12.50\n").collect();
+        assert_eq!(unsupported_number("12.50", "What is the price?", &seen), None);
+    }
 
     #[test]
     fn a_call_written_out_is_no_answer() {

@@ -21,6 +21,7 @@ pub mod batch;
 pub mod budget;
 pub mod calls;
 mod claims;
+mod done;
 pub mod emit;
 pub mod fit;
 pub mod loop_guard;
@@ -90,6 +91,7 @@ pub async fn run(
     // (signature, result) of the calls of the previous answer.
     let mut previous: Vec<(String, String)> = Vec::new();
     let mut progress = answer_check::Progress::default();
+    progress.seen_in((0..conv.len()).map(|i| conv.text_of(i)));
     let checks = config.answer_checks && config.policy.mode != ApprovalMode::Plan;
     // After a loop: the next request forbids tool calls and its answer is final.
     let mut wrap_up = false;
@@ -279,36 +281,17 @@ pub async fn run(
             // Done, says the model: after a change, check it. A wrap-up
             // answer too: `ok` only when the work is done, and a failing
             // check is a new fact, so the tools open again for it.
-            // A rename left half done, seen only at the wrap-up: once more with tools.
-            if checks
-                && wrap_up
-                && let Some(left) = rename::unfinished(message, &config.workspace)
-                && progress.fire_once(answer_check::Check::UnfinishedRename)
-            {
-                conv.push_note(&format!("Not finished yet: {left} Then answer."));
-                (wrap_up, cycle_stop) = (false, false);
-                previous.clear();
-                continue;
-            }
-            // A rename whose old name is still used where it applies is not done.
-            if checks && let Some(left) = rename::unfinished(message, &config.workspace) {
-                let error =
-                    ErrorEnvelope::new(ErrorCode::VerificationFailed, format!("the rename is not finished: {left}"));
-                return fail(emit, error, Some(completion.text), None).await;
-            }
-            let mut verified = false;
-            if let Some(v) = verifier.as_mut().filter(|_| progress.wrote()) {
-                match v.check(&tool_cx, &mut stats.verification).await {
-                    verify::Checked::Passed => verified = true,
-                    verify::Checked::Retry(note) => {
+            let verified =
+                match done::check(message, checks, wrap_up, &mut progress, &tool_cx, verifier.as_mut(), stats).await {
+                    done::Gate::Done { verified } => verified,
+                    done::Gate::Again(note) => {
                         conv.push_note(&note);
-                        previous.clear();
                         (wrap_up, cycle_stop) = (false, false);
+                        previous.clear();
                         continue;
                     }
-                    verify::Checked::Failed(error) => return fail(emit, error, Some(completion.text), None).await,
-                }
-            }
+                    done::Gate::NotDone(error) => return fail(emit, error, Some(completion.text), None).await,
+                };
             // A wrap-up answer to a change request that changed nothing is
             // not a finished task, whatever it says.
             if !verified && (cycle_stop || (wrap_up && progress.change_pending(message))) {

@@ -75,6 +75,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         Err(e) => return failed(format!("{shown}: {e}")),
     };
     ctx.mark_read(&path);
+    ctx.note_write(&path, Some(&content));
     let crlf = content.contains("\r\n");
     let (old, new) = if crlf && !args.old_string.contains("\r\n") {
         (args.old_string.replace('\n', "\r\n"), args.new_string.replace('\n', "\r\n"))
@@ -171,6 +172,24 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             "{shown}: old_string not found (not even ignoring whitespace). {}\nCopy old_string exactly from the \
              file (a shorter old_string, one or two whole lines, is safer).",
             hint.trim_end()
+        ));
+    }
+    // "Delete the function": its name as old_string, an empty new_string.
+    // Taken literally that leaves `def (items):`, which does not parse; the
+    // definition is what goes.
+    if args.new_string.trim().is_empty()
+        && let name = args.old_string.trim()
+        && !name.is_empty()
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && let Some((updated, (first, last))) = super::merge_defs::delete_definition(&content, name)
+        && super::syntax::warning(&path, &shown, &content.replacen(&old, &new, 1)).is_some()
+    {
+        if let Err(e) = target.write_atomic(updated.as_bytes()) {
+            return failed(format!("{shown}: write failed: {e}"));
+        }
+        return Ok(format!(
+            "edited {shown}: old_string is the name of the definition at lines {first}-{last}; removing only the name \
+             would not parse, so the whole definition was deleted (the rest of {shown} is kept)."
         ));
     }
     if starts.len() > 1 && !args.replace_all {

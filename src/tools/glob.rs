@@ -128,6 +128,9 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         out.push_str(&format!(
             "[{total} files match; showing the {MAX_RESULTS} newest. Narrow the pattern or path.]\n"
         ));
+    } else {
+        // A small model miscounts a list it reads; the count is stated (as grep's is).
+        out.push_str(&if total == 1 { "[1 file matches]\n".to_owned() } else { format!("[{total} files match]\n") });
     }
     Ok(out)
 }

@@ -185,6 +185,29 @@ pub fn merge(old: &str, new: &str) -> Option<Merged> {
     Some(Merged { content, replaced, added, imports: count })
 }
 
+/// `content` without the top-level definition named `name` (its
+/// decorators and comments above it included, and the blank lines that
+/// separated it from the next one), and the 1-based lines it held; `None`
+/// when `content` defines no such name, or defines it twice.
+pub fn delete_definition(content: &str, name: &str) -> Option<(String, (usize, usize))> {
+    let found: Vec<Block> = blocks(content).into_iter().filter(|b| b.name == name).collect();
+    let [block] = &found[..] else { return None };
+    let lines: Vec<&str> = content.lines().collect();
+    let (start, mut end) = block.lines;
+    while end < lines.len() && lines[end].trim().is_empty() {
+        end += 1;
+    }
+    let mut kept: Vec<&str> = lines[..start].to_vec();
+    kept.extend(&lines[end..]);
+    while kept.last().is_some_and(|l| l.trim().is_empty()) {
+        kept.pop();
+    }
+    let eol = if content.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut out = kept.join(eol);
+    out.push_str(eol);
+    Some((out, (start + 1, block.lines.1)))
+}
+
 /// The module of a Python `from m import …` line.
 fn from_module(line: &str) -> Option<&str> {
     let rest = line.trim().strip_prefix("from ")?;
@@ -287,6 +310,10 @@ mod tests {
         .unwrap();
         assert!(renamed.content.starts_with("from billing import compute_total\nimport os\n"), "{}", renamed.content);
         assert!(!renamed.content.contains("get_total"), "the import is replaced, not added: {}", renamed.content);
+        let (left, lines) = delete_definition(OLD, "shout").unwrap();
+        assert_eq!(lines, (4, 6));
+        assert!(left.starts_with("import math\n\n\n@cache\ndef area(r):"), "{left}");
+        assert!(delete_definition(OLD, "nothing").is_none());
         assert!(m.content.starts_with("import math\nimport sys\n"), "{}", m.content);
         assert!(
             m.content

@@ -137,6 +137,9 @@ pub struct ToolContext {
     /// Names of pirn's environment variables that `bash` also gets, beyond
     /// [`crate::sandbox::BASE_ENV`].
     pub env_passthrough: std::sync::Arc<[String]>,
+    /// Files `write_file` or `edit_file` changed in this send, each with
+    /// whether it parsed before the first change (see [`ToolContext::broken`]).
+    pub written: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>>,
 }
 
 impl ToolContext {
@@ -154,7 +157,38 @@ impl ToolContext {
             result_cap: MAX_RESULT_BYTES,
             read_files: None,
             warned: Default::default(),
+            written: Default::default(),
         }
+    }
+
+    /// Records that `path` is about to change; `before` is its text (none
+    /// for a new file). Only the first change of a send is kept.
+    pub fn note_write(&self, path: &Path, before: Option<&str>) {
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if !written.contains_key(path) {
+            let parsed = before.is_none_or(|text| syntax::problem(path, text).is_none());
+            written.insert(path.to_path_buf(), parsed);
+        }
+    }
+
+    /// The files this send changed that parsed before and do not now
+    /// (Python and JSON, see [`syntax::problem`]): `(path as shown, what
+    /// the parser says)`.
+    pub fn broken(&self) -> Vec<(String, String)> {
+        let written: Vec<PathBuf> = {
+            let w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            w.iter().filter(|(_, parsed)| **parsed).map(|(p, _)| p.clone()).collect()
+        };
+        let mut out: Vec<(String, String)> = written
+            .iter()
+            .filter_map(|p| {
+                let shown = self.display(p);
+                let text = std::fs::read_to_string(p).ok()?;
+                syntax::problem(p, &text).map(|problem| (shown, problem))
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// Records that `path` was read (see [`ToolContext::read_files`]).

@@ -23,15 +23,21 @@ const PARSE: &str = "import ast, sys\ntry:\n    ast.parse(sys.stdin.read())\nexc
 /// model as `shown`), no longer parses; `None` when it does or cannot be
 /// checked.
 pub fn warning(path: &Path, shown: &str, content: &str) -> Option<String> {
+    let problem = problem(path, content)?;
+    Some(format!("\nWarning: {shown} does not parse now: {problem}. Read it and fix it."))
+}
+
+/// What the parser says of `content`, the text of `path`, when it does
+/// not parse; `None` when it does or cannot be checked (see [`warning`]).
+pub fn problem(path: &Path, content: &str) -> Option<String> {
     if content.len() > MAX_BYTES {
         return None;
     }
-    let problem = match path.extension().and_then(|e| e.to_str())? {
+    match path.extension().and_then(|e| e.to_str())? {
         "json" => serde_json::from_str::<serde_json::Value>(content).err().map(|e| e.to_string()),
         "py" => python(content),
         _ => None,
-    }?;
-    Some(format!("\nWarning: {shown} does not parse now: {problem}. Read it and fix it."))
+    }
 }
 
 /// [`warning`] for the file a tool just wrote, read back through the

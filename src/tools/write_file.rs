@@ -54,6 +54,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
     let old = existing_text(&target);
+    ctx.note_write(&path, old.as_deref());
     if !ctx.may_overwrite(&path) {
         // Shown now, and counted as read: the next write is an informed one
         // (the model had answered with this refusal's own words instead).

@@ -443,3 +443,47 @@ async fn an_answer_the_server_cannot_parse_is_asked_for_again() {
     let told = last_message(&mock, 1);
     assert!(told.starts_with("[pirn] Your last answer could not be read"), "{told}");
 }
+
+#[tokio::test]
+async fn a_number_no_tool_showed_is_sent_back_once() {
+    let files = [("test_m.py", "def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")];
+    let script = vec![
+        Reply::tool("grep", json!({"pattern": "def test_", "output_mode": "count"})),
+        Reply::text(&["3"]),
+        Reply::text(&["2"]),
+    ];
+    let (_, r, mock) =
+        send(script, &files, "How many test functions does test_m.py define? Answer with the number.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "2");
+    let told = last_message(&mock, 2);
+    assert!(told.starts_with("[pirn] No tool result of this task shows the number 3"), "{told}");
+}
+
+#[tokio::test]
+async fn a_file_the_send_broke_is_never_ok() {
+    let files = [("utils.py", "def shout(t):\n    return t.upper()\n\n\ndef helper(x):\n    return x\n")];
+    // The model deletes a function by its name only; pirn deletes the definition.
+    let script = vec![
+        Reply::tool("edit_file", json!({"file_path": "utils.py", "old_string": "helper", "new_string": ""})),
+        Reply::text(&["Deleted helper."]),
+    ];
+    let (events, r, _mock) = send(script, &files, "Delete the function helper from utils.py.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let end = events.iter().find(|e| e["event"]["event"] == "tool_end" && e["event"]["name"] == "edit_file").unwrap();
+    assert!(end["event"]["result_preview"].as_str().unwrap().contains("the whole definition was deleted"), "{end}");
+    // A break the model leaves in place: sent back once, then not done.
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "utils.py", "old_string": "def shout(t):", "new_string": "def shout(t)"}),
+        ),
+        Reply::text(&["Done."]),
+        Reply::text(&["Done, really."]),
+    ];
+    let (_, r, mock) = send(script, &files, "Tidy utils.py.", "0.3.0").await;
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("utils.py no longer parses"), "{r}");
+    let told = last_message(&mock, 2);
+    assert!(told.starts_with("[pirn] Not finished: utils.py does not parse now"), "{told}");
+}

@@ -162,7 +162,9 @@ async fn a_partial_json_rewrite_changes_only_its_values() {
 
 #[tokio::test]
 async fn a_rewrite_holding_only_the_changed_line_replaces_that_line_and_breakage_is_named() {
-    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    // The answer checks would send a broken file back to the model: this
+    // test reads what the tool itself says.
+    let (mut w, mock) = mock_worker(vec![], &[], json!({"answer_checks": false})).await;
     let ws = w.workspace.path().to_path_buf();
     let main = "from utils import calc_total\n\nCART = [(\"pen\", 10)]\n\nif __name__ == \"__main__\":\n    print(calc_total(CART))\n";
     std::fs::write(ws.join("main.py"), main).unwrap();

@@ -51,10 +51,10 @@ async fn file_tools_round_trip() {
     assert!(out.contains("     2\tBETA"), "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("src/a.txt")).unwrap(), "alpha\nBETA\ngamma\n");
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern":"**/*.txt"})).await;
-    assert_eq!(out.trim(), "src/a.txt");
+    assert_eq!(out.trim(), "src/a.txt\n[1 file matches]");
     // An empty path is the workspace, as a missing one is (a small model sends "").
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern":"**/*.txt", "path": ""})).await;
-    assert_eq!(out.trim(), "src/a.txt");
+    assert_eq!(out.trim(), "src/a.txt\n[1 file matches]");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern":"gam+a", "path": " "})).await;
     assert!(out.starts_with("src/a.txt:3:gamma"), "{out}");
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern":"gam+a"})).await;
@@ -270,15 +270,16 @@ async fn glob_honours_gitignore_hidden_files_and_mtime() {
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern": "**/*.rs"})).await;
     let lines: Vec<&str> = out.lines().collect();
     assert!(!out.contains("target/") && !out.contains(".hidden"), "{out}");
-    assert_eq!(*lines.last().unwrap(), "src/old.rs", "oldest last: {out}");
-    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines[2], "src/old.rs", "oldest last: {out}");
+    assert_eq!(lines[3], "[3 files match]", "the count is stated: {out}");
+    assert_eq!(lines.len(), 4, "{out}");
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern": "*.rs"})).await;
-    assert_eq!(out.trim(), "top.rs", "* does not cross /");
+    assert_eq!(out.trim(), "top.rs\n[1 file matches]", "* does not cross /");
     let out = call_tool(&mut w, &mock, "glob", json!({"pattern": ".*.rs"})).await;
-    assert_eq!(out.trim(), ".hidden.rs");
+    assert_eq!(out.trim(), ".hidden.rs\n[1 file matches]");
     // A pattern that repeats `path` is taken from the workspace, as meant.
     let out = call_tool(&mut w, &mock, "glob", json!({"path": "src", "pattern": "src/*.rs"})).await;
-    assert_eq!(out.lines().count(), 2, "{out}");
+    assert_eq!(out.lines().count(), 3, "{out}");
     // No match says what the directory holds.
     let out = call_tool(&mut w, &mock, "glob", json!({"path": "src", "pattern": "*.py"})).await;
     assert!(out.starts_with("no files match") && out.contains("src contains: new.rs, old.rs"), "{out}");

@@ -29,7 +29,10 @@
 //!   "execute" (a command, not the noun) and no `bash` call ran;
 //! - [`Check::MissingPath`]: the answer names a file (a path with a source or
 //!   data extension) that exists nowhere in the workspace and that the
-//!   request did not name.
+//!   request did not name;
+//! - [`Check::UnsupportedNumber`]: a question is answered with one number
+//!   that no tool result of the send showed and the request does not hold
+//!   (seen: "3" right after grep said `[6 matching lines in 1 file]`).
 //!
 //! Off with `config.answer_checks: false`; never in plan mode.
 
@@ -49,6 +52,9 @@ pub enum Check {
     MissingPath,
     EchoedNote,
     UnfinishedRename,
+    UnsupportedNumber,
+    /// A file the send changed no longer parses (checked by the loop).
+    BrokenFile,
 }
 
 /// Verbs that make a request a change request.
@@ -99,12 +105,21 @@ pub struct Progress {
     evidence: u32,
     /// Checks that already sent the model back.
     fired: HashSet<Check>,
+    /// Every number the tool results of this send showed (as written).
+    seen_numbers: HashSet<String>,
 }
 
 impl Progress {
     /// Notes one tool call's result (`result` as the model read it; failed
     /// calls start with `Error:`).
     pub fn record(&mut self, tool: &str, result: &str) {
+        if tool == "read_file" {
+            // Not the line numbers read_file puts in front of each line.
+            let text = result.lines().map(|l| l.split_once('\t').map_or(l, |(_, t)| t));
+            self.seen_numbers.extend(text.flat_map(super::claims::numbers));
+        } else {
+            self.seen_numbers.extend(super::claims::numbers(result));
+        }
         let ok = !result.starts_with("Error:");
         match tool {
             "write_file" | "edit_file" => {
@@ -130,11 +145,20 @@ impl Progress {
         }
     }
 
+    /// Takes the numbers of the conversation so far (earlier turns, the
+    /// system prompt) as seen: what the user said before is evidence too.
+    pub fn seen_in(&mut self, texts: impl Iterator<Item = String>) {
+        for text in texts {
+            self.seen_numbers.extend(super::claims::numbers(&text).collect::<Vec<_>>());
+        }
+    }
+
     /// Notes a call pirn made itself to look (the preflight): it counts as
     /// evidence and a `bash` one as a run, never as a change.
     pub fn record_look(&mut self, tool: &str, result: &str) {
         match tool {
             "bash" => {
+                self.seen_numbers.extend(super::claims::numbers(result));
                 self.evidence += 1;
                 self.ran |= !result.starts_with("Error:") || result.contains("exit code");
             }
@@ -256,6 +280,20 @@ impl Progress {
                     missing.join(", ")
                 ),
             )
+        } else if !self.fired.contains(&Check::UnsupportedNumber)
+            && is_question(request, &words)
+            && asks_for_number(request)
+            && let Some(n) = super::claims::unsupported_number(answer, request, &self.seen_numbers)
+        {
+            (
+                Check::UnsupportedNumber,
+                format!(
+                    "No tool result of this task shows the number {n}, so that answer rests on nothing you saw. \
+                     Answer with the number a tool showed: a count ends grep's and glob's results ([N matching \
+                     lines …]). If the number must be computed, compute it with bash (for example python3 -c \
+                     \"…\") and answer with what it prints."
+                ),
+            )
         } else if !self.fired.contains(&Check::UnfinishedRename)
             && let Some(left) = super::rename::unfinished(request, workspace)
         {
@@ -322,6 +360,13 @@ fn is_question(request: &str, words: &[String]) -> bool {
     asks && !asks_for_change(request, words)
 }
 
+/// A question whose answer is a number: "how many", "how much", "what
+/// number", "what value", "the value of", "count".
+fn asks_for_number(request: &str) -> bool {
+    let lower = request.to_lowercase();
+    ["how many", "how much", "number", "what value", "value of", "count"].iter().any(|p| lower.contains(p))
+}
+
 /// A change verb, and not a question (unless a polite request).
 fn asks_for_change(request: &str, words: &[String]) -> bool {
     let question = request.trim_end().ends_with('?') && !words.first().is_some_and(|w| POLITE.contains(&w.as_str()));
@@ -377,101 +422,4 @@ fn file_names(workspace: &Path) -> HashSet<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn all_tools() -> Vec<String> {
-        ["read_file", "write_file", "edit_file", "glob", "grep", "bash"].map(String::from).to_vec()
-    }
-
-    #[test]
-    fn a_claimed_change_without_a_write_is_sent_back_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut p = Progress::default();
-        let req = "Create a file named hello.txt containing Hello";
-        let first = p.review(req, "hello.txt has been created.", &all_tools(), dir.path());
-        assert!(first.unwrap().starts_with("That is not true yet"));
-        assert_eq!(p.review(req, "Done.", &all_tools(), dir.path()), None, "once per send");
-
-        let mut p = Progress::default();
-        p.record("write_file", "created hello.txt: 5 bytes written");
-        assert_eq!(p.review(req, "Created.", &all_tools(), dir.path()), None);
-    }
-
-    #[test]
-    fn questions_and_failed_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut p = Progress::default();
-        assert_eq!(p.review("Why does create_file fail?", "Because.", &all_tools(), dir.path()), None);
-        assert!(p.review("Can you fix the typo?", "Fixed.", &all_tools(), dir.path()).is_some());
-        let mut p = Progress::default();
-        p.record("edit_file", "Error: old_string not found");
-        assert!(p.review("Fix the typo", "Fixed.", &all_tools(), dir.path()).is_some());
-        let read_only = vec!["read_file".to_owned()];
-        assert_eq!(Progress::default().review("Fix the typo", "Fixed.", &read_only, dir.path()), None);
-    }
-
-    #[test]
-    fn a_run_request_needs_a_bash_call() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut p = Progress::default();
-        let req = "Run `python3 compute.py` and tell me the number it prints.";
-        assert!(
-            p.review(req, "It prints 1664.", &all_tools(), dir.path())
-                .unwrap()
-                .contains("the command \"python3 compute.py\"")
-        );
-        let noun = "What is EXIT_CANCELLED (the exit code of `pirn run` when cancelled)? Read src/run.rs.";
-        assert_eq!(Progress::default().review(noun, "It is 130.", &all_tools(), dir.path()), None);
-        assert!(Progress::default().review("Please run the tests.", "They pass.", &all_tools(), dir.path()).is_some());
-        let mut p = Progress::default();
-        p.record("bash", "Error: exit code 1\nTraceback …");
-        assert_eq!(p.review(req, "It fails.", &all_tools(), dir.path()), None);
-    }
-
-    #[test]
-    fn announced_work_is_sent_back_once() {
-        assert!(announces_work("The bug is in stats.py. I will fix it and run the tests again."));
-        assert!(announces_work("Let me update the file."));
-        assert!(!announces_work("I fixed the bug; the tests pass. Will it scale? Yes."));
-        let ws = std::env::temp_dir();
-        let mut p = Progress::default();
-        p.record("edit_file", "edited a.py: replaced 1 occurrence");
-        let fix = "Fix the crash in a.py.";
-        assert!(p.review(fix, "I will fix it next.", &["edit_file".into()], &ws).is_some());
-        assert!(p.review(fix, "I will fix it next.", &["edit_file".into()], &ws).is_none(), "once");
-    }
-
-    #[test]
-    fn an_answer_resting_on_an_empty_search_is_sent_back_once() {
-        let ws = std::env::temp_dir();
-        let tools = ["glob".to_owned()];
-        let q = "How many lines contain TODO?";
-        let mut p = Progress::default();
-        p.record("glob", "no files match \"src/**/*.rs\" under .. . contains: src/");
-        assert!(p.review(q, "The answer is 0.", &tools, &ws).is_some_and(|m| m.contains("found nothing")));
-        assert!(p.review(q, "The answer is 0.", &tools, &ws).is_none(), "once");
-        let mut p = Progress::default();
-        p.record("glob", "no files match \"*.rs\" under .");
-        p.record("grep", "src/a.py:1:# TODO");
-        assert!(p.review(q, "1", &tools, &ws).is_none(), "a search that found something is evidence");
-    }
-
-    #[test]
-    fn invented_paths_are_named() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src/net")).unwrap();
-        std::fs::write(dir.path().join("src/net/protocol.py"), "").unwrap();
-        let req = "In which file is parse_header defined?";
-        let mut p = Progress::default();
-        let msg = p.review(req, "It is defined in `src/parser.rs`.", &all_tools(), dir.path()).unwrap();
-        assert!(msg.contains("src/parser.rs, which does not exist"), "{msg}");
-        let mut p = Progress::default();
-        for fine in
-            ["In src/net/protocol.py.", "In protocol.py (functools.reduce, e.g. 3.14).", "See ./src/net/protocol.py"]
-        {
-            assert_eq!(p.review(req, fine, &all_tools(), dir.path()), None, "{fine}");
-        }
-        assert_eq!(p.review("Is there a notes.md?", "notes.md does not exist.", &all_tools(), dir.path()), None);
-    }
-}
+mod tests;
