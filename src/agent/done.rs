@@ -4,6 +4,8 @@
 //! Owns: [`check`], in this order: a rename the request asks for that is
 //! still unfinished at a wrap-up (the tools open once more); a file the send
 //! changed that parsed before and does not now (back once, then
+//! `verification_failed`); a definition a deletion request names that is
+//! still there (back once with the call that deletes it, then
 //! `verification_failed`); a rename whose old name is still used where it
 //! applies (`verification_failed`); the verification command (see
 //! [`super::verify`]). A result never claims what did not happen: a send
@@ -11,7 +13,7 @@
 
 use super::answer_check::{Check, Progress};
 use super::verify::{self, Verifier};
-use super::{SendStats, rename};
+use super::{SendStats, removal, rename};
 use crate::tools::ToolContext;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
@@ -53,6 +55,15 @@ pub async fn check(
             return Gate::NotDone(ErrorEnvelope::new(
                 ErrorCode::VerificationFailed,
                 format!("{file} no longer parses: {problem}"),
+            ));
+        }
+        if let Some((file, _, note)) = removal::still_defined(request, &tools.workspace) {
+            if progress.fire_once(Check::StillDefined) {
+                return Gate::Again(note);
+            }
+            return Gate::NotDone(ErrorEnvelope::new(
+                ErrorCode::VerificationFailed,
+                format!("the deletion is not done: what the request names is still defined in {file}"),
             ));
         }
         if let Some(left) = rename::unfinished(request, &tools.workspace) {

@@ -27,6 +27,7 @@ pub mod fit;
 pub mod loop_guard;
 mod outcome;
 pub mod preflight;
+mod removal;
 mod rename;
 pub mod request;
 pub mod send_spec;
@@ -270,7 +271,9 @@ pub async fn run(
             // answering is asked for once more (still without tools).
             if checks
                 && wrap_up
-                && let Some(nudge) = progress.review_echo(message, &completion.text)
+                && let Some(nudge) = progress
+                    .review_echo(message, &completion.text)
+                    .or_else(|| progress.review_number(message, &completion.text))
             {
                 conv.push_note(&nudge);
                 continue;

@@ -487,3 +487,35 @@ async fn a_file_the_send_broke_is_never_ok() {
     let told = last_message(&mock, 2);
     assert!(told.starts_with("[pirn] Not finished: utils.py does not parse now"), "{told}");
 }
+
+#[tokio::test]
+async fn a_definition_a_deletion_names_must_be_gone_before_ok() {
+    let utils = "def shout(t):\n    return t.upper()\n\n\ndef unused_helper(items):\n    return list(items)\n\n\ndef whisper(t):\n    return t.lower()\n";
+    let block = "def unused_helper(items):\n    return list(items)";
+    // Seen on the tune half: the function written back (no change) and "deleted" claimed.
+    let script = vec![
+        Reply::tool("write_file", json!({"file_path": "utils.py", "content": format!("{block}\n")})),
+        Reply::text(&["Deleted unused_helper."]),
+        Reply::tool("edit_file", json!({"file_path": "utils.py", "old_string": block, "new_string": ""})),
+        Reply::text(&["Deleted unused_helper."]),
+    ];
+    let files = [("utils.py", utils)];
+    let (_, r, mock) =
+        send(script, &files, "The function unused_helper in utils.py is never called. Delete it.", "0.3.0").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let told = last_message(&mock, 2);
+    assert!(
+        told.starts_with("[pirn] Not finished: `unused_helper` is still defined in utils.py (lines 5-6)"),
+        "{told}"
+    );
+    assert!(told.contains(r#""old_string":"def unused_helper(items):\n    return list(items)""#), "{told}");
+    // Without the second edit the send is not ok.
+    let script = vec![
+        Reply::tool("write_file", json!({"file_path": "utils.py", "content": format!("{block}\n")})),
+        Reply::text(&["Deleted unused_helper."]),
+        Reply::text(&["Deleted unused_helper."]),
+    ];
+    let (_, r, _mock) =
+        send(script, &files, "The function unused_helper in utils.py is never called. Delete it.", "0.3.0").await;
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+}

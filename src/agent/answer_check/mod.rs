@@ -55,6 +55,8 @@ pub enum Check {
     UnsupportedNumber,
     /// A file the send changed no longer parses (checked by the loop).
     BrokenFile,
+    /// A definition a deletion request names is still there (checked by the loop).
+    StillDefined,
 }
 
 /// Verbs that make a request a change request.
@@ -107,12 +109,20 @@ pub struct Progress {
     fired: HashSet<Check>,
     /// Every number the tool results of this send showed (as written).
     seen_numbers: HashSet<String>,
+    /// The count lines of grep and glob results (`[6 matching lines in 1 file]`).
+    counts: Vec<String>,
 }
 
 impl Progress {
     /// Notes one tool call's result (`result` as the model read it; failed
     /// calls start with `Error:`).
     pub fn record(&mut self, tool: &str, result: &str) {
+        if matches!(tool, "grep" | "glob") {
+            let count = result.lines().rev().find(|l| l.starts_with('[') && l.contains("match"));
+            if let Some(line) = count.filter(|l| !self.counts.iter().any(|c| c == l)) {
+                self.counts.push(line.to_owned());
+            }
+        }
         if tool == "read_file" {
             // Not the line numbers read_file puts in front of each line.
             let text = result.lines().map(|l| l.split_once('\t').map_or(l, |(_, t)| t));
@@ -280,20 +290,8 @@ impl Progress {
                     missing.join(", ")
                 ),
             )
-        } else if !self.fired.contains(&Check::UnsupportedNumber)
-            && is_question(request, &words)
-            && asks_for_number(request)
-            && let Some(n) = super::claims::unsupported_number(answer, request, &self.seen_numbers)
-        {
-            (
-                Check::UnsupportedNumber,
-                format!(
-                    "No tool result of this task shows the number {n}, so that answer rests on nothing you saw. \
-                     Answer with the number a tool showed: a count ends grep's and glob's results ([N matching \
-                     lines …]). If the number must be computed, compute it with bash (for example python3 -c \
-                     \"…\") and answer with what it prints."
-                ),
-            )
+        } else if let Some(nudge) = self.review_number(request, answer) {
+            return Some(nudge);
         } else if !self.fired.contains(&Check::UnfinishedRename)
             && let Some(left) = super::rename::unfinished(request, workspace)
         {
@@ -310,6 +308,30 @@ impl Progress {
 }
 
 impl Progress {
+    /// The number check, which a wrap-up answer gets too: a number-asking
+    /// question answered with one number no tool result showed (once per
+    /// send). The note quotes the counts the tools did give.
+    pub fn review_number(&mut self, request: &str, answer: &str) -> Option<String> {
+        let words = words(request);
+        if self.fired.contains(&Check::UnsupportedNumber) || !is_question(request, &words) || !asks_for_number(request)
+        {
+            return None;
+        }
+        let n = super::claims::unsupported_number(answer, request, &self.seen_numbers)?;
+        self.fired.insert(Check::UnsupportedNumber);
+        tracing::info!(check = ?Check::UnsupportedNumber, "the answer was sent back to the model");
+        let counts = if self.counts.is_empty() {
+            String::new()
+        } else {
+            format!(" The counts the tools gave: {}.", self.counts.join(", "))
+        };
+        Some(format!(
+            "No tool result of this task shows the number {n}, so that answer rests on nothing you saw.{counts} Answer \
+             with the number a tool showed. If the number must be computed, compute it with bash (for example \
+             python3 -c \"…\") and answer with what it prints."
+        ))
+    }
+
     /// The one check a wrap-up answer gets too: it narrates pirn's notes
     /// about repeated calls instead of answering (once per send).
     pub fn review_echo(&mut self, request: &str, answer: &str) -> Option<String> {
