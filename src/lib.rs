@@ -12,6 +12,7 @@
 //! snapshot and the transport's [`config::Limits`]. `main.rs` is the
 //! command line only.
 
+pub mod acp;
 pub mod agent;
 pub mod approval;
 pub mod cassette;

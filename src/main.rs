@@ -3,6 +3,7 @@
 //! - `pirn` — the JSONL worker on stdin/stdout (what an orchestrator spawns);
 //! - `pirn run [flags] PROMPT` — one send for scripts;
 //! - `pirn serve` — the HTTP facade;
+//! - `pirn acp` — the worker over the Agent Client Protocol;
 //! - `pirn sessions list|show|export|rm` — stored sessions;
 //! - `pirn transcript diff|normalize`, `pirn conform` — golden transcripts
 //!   for the test suites of the programs that embed pirn;
@@ -75,10 +76,41 @@ enum Command {
         #[arg(long)]
         allowed_path: Vec<std::path::PathBuf>,
     },
+    /// The worker over the Agent Client Protocol (ACP v1, JSON-RPC on
+    /// stdin/stdout), for ACP clients such as Zed or JetBrains editors.
+    /// Every ACP session is a pirn session (tools, approval, store).
+    Acp(AcpArgs),
     /// Run golden cases (input.jsonl, cassette.jsonl, files/, expected.jsonl)
     /// against a worker command; one PASS/FAIL line per case. Exit 0 when
     /// all pass, 1 when one fails, 2 when the cases cannot be run.
     Conform(ConformArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct AcpArgs {
+    /// Model name sent to the server [env: PIRN_MODEL].
+    #[arg(long)]
+    model: Option<String>,
+    /// What the agent may do without asking the client: full-auto,
+    /// auto-edit, suggest (default: it asks before edits and commands) or
+    /// plan.
+    #[arg(long, value_parser = parse_approval_mode)]
+    approval_mode: Option<pirn::wire::ApprovalMode>,
+    /// Model calls per prompt (default 20).
+    #[arg(long)]
+    max_iterations: Option<u32>,
+    /// The sandbox of bash and stdio MCP servers: workspace-write, read-only
+    /// or off [env: PIRN_SANDBOX; default: workspace-write].
+    #[arg(long, value_parser = serve_cli::parse_sandbox)]
+    sandbox: Option<pirn::sandbox::SandboxMode>,
+    /// Children may not use TCP (connect, bind).
+    #[arg(long)]
+    no_network: bool,
+}
+
+fn parse_approval_mode(s: &str) -> Result<pirn::wire::ApprovalMode, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|_| format!("{s:?}: one of full-auto, auto-edit, suggest, plan"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -390,5 +422,15 @@ fn main() {
             }
         }
         Some(Command::Serve(args)) => block_on_and_exit(http::serve(args.options()), log),
+        Some(Command::Acp(args)) => {
+            let options = pirn::acp::AcpOptions {
+                model: args.model,
+                approval_mode: args.approval_mode,
+                max_iterations: args.max_iterations,
+                sandbox: args.sandbox,
+                no_network: args.no_network,
+            };
+            block_on_and_exit(pirn::acp::serve(options), log)
+        }
     }
 }

@@ -21,6 +21,7 @@ pub mod batch;
 pub mod budget;
 pub mod calls;
 mod claims;
+mod diff;
 mod done;
 pub mod emit;
 pub mod fit;

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use super::SendStats;
 use super::emit::Emitter;
+use super::{SendStats, diff};
 use crate::approval::{PermissionBroker, Verdict};
 use crate::config::SessionConfig;
 use crate::conversation::Conversation;
@@ -43,6 +43,8 @@ pub async fn run(
     cx.emit
         .emit(Event::ToolStart { name: call.name.clone(), args: args.clone(), call_id: Some(call.id.clone()) })
         .await;
+    // The file a write or edit may change, as it stands now (for tool_end.diff).
+    let before = parsed.as_ref().ok().and_then(|a| diff::before(&call.name, a, cx.tools));
     stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
     stats.begin_tool();
     let output = match &parsed {
@@ -62,6 +64,7 @@ pub async fn run(
         },
     };
     let spent = stats.end_tool();
+    let diff = before.and_then(|b| b.after(cx.tools));
     cx.emit
         .emit(Event::ToolEnd {
             name: call.name.clone(),
@@ -69,6 +72,7 @@ pub async fn run(
             duration_ms: Some(u64::try_from(spent.as_millis()).unwrap_or(u64::MAX)),
             call_id: Some(call.id.clone()),
             is_error: Some(output.is_error),
+            diff,
         })
         .await;
     let text = if output.is_error { format!("Error: {}", output.text) } else { output.text };

@@ -19,6 +19,8 @@ pub struct Folded {
     /// `init.config` of the meta entry (`Value::Null` when there is none).
     pub config: Value,
     pub model: String,
+    /// The workspace of the first meta entry (empty when there is none).
+    pub workspace: String,
     /// The conversation, in model order.
     pub messages: Vec<ChatCompletionRequestMessage>,
     /// Entries that held a message this build cannot read (skipped).
@@ -39,9 +41,10 @@ pub fn fold(entries: &[Stored]) -> Folded {
     for e in entries {
         f.last_seq = e.seq;
         match &e.body {
-            Body::Meta { config, model, .. } => {
+            Body::Meta { config, model, workspace, .. } => {
                 if f.config.is_null() {
                     f.config = config.clone();
+                    f.workspace.clone_from(workspace);
                 }
                 f.model = model.clone();
             }

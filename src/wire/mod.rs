@@ -157,10 +157,11 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
     match msg {
         OutgoingMessage::Event(e) => match &mut e.event {
             Event::ToolStart { call_id, .. } => *call_id = None,
-            Event::ToolEnd { call_id, is_error, duration_ms, .. } => {
+            Event::ToolEnd { call_id, is_error, duration_ms, diff, .. } => {
                 *call_id = None;
                 *is_error = None;
                 *duration_ms = None;
+                *diff = None;
             }
             Event::PermissionRequest { request_id, args, .. } => {
                 *request_id = None;
@@ -323,6 +324,7 @@ mod tests {
                 duration_ms: Some(3),
                 call_id: Some("c".into()),
                 is_error: Some(false),
+                diff: None,
             },
             event_seq: 0,
             send_id: "s".into(),

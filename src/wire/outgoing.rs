@@ -25,6 +25,18 @@ pub enum OutgoingMessage {
     ShutdownOk(IdOnly),
 }
 
+/// A file one tool call changed (`tool_end.diff`, 0.3.0).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct FileDiff {
+    /// The file, relative to the workspace (or absolute outside it).
+    pub path: String,
+    /// Its text before the call; absent for a file the call created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_text: Option<String>,
+    /// Its text after the call.
+    pub new_text: String,
+}
+
 /// `init_ok`. On a version mismatch `session_id` is `""` and `error` is set.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct InitOk {
@@ -95,6 +107,10 @@ pub enum Event {
         /// pirn extension: true when the tool reported a failure to the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         is_error: Option<bool>,
+        /// pirn extension (0.3.0): the file a `write_file` or `edit_file`
+        /// call changed, before and after (both at most 64 KiB, else absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<Box<FileDiff>>,
     },
     /// Token usage of one model call.
     Usage(Usage),

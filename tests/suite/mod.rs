@@ -4,6 +4,7 @@
 mod mock;
 mod worker;
 
+mod acp;
 mod approval;
 mod cancel;
 mod cassette;

@@ -107,6 +107,9 @@ pub struct Progress {
     evidence: u32,
     /// Checks that already sent the model back.
     fired: HashSet<Check>,
+    /// A call was refused by the approval gate or the user: a change not
+    /// made is then the user's choice, not a claim to send back.
+    denied: bool,
     /// Every number the tool results of this send showed (as written).
     seen_numbers: HashSet<String>,
     /// The count lines of grep and glob results (`[6 matching lines in 1 file]`).
@@ -131,6 +134,7 @@ impl Progress {
             self.seen_numbers.extend(super::claims::numbers(result));
         }
         let ok = !result.starts_with("Error:");
+        self.denied |= result.starts_with("Error: permission denied");
         match tool {
             "write_file" | "edit_file" => {
                 self.changed |= ok;
@@ -225,6 +229,7 @@ impl Progress {
         let enabled = |t: &str| tools.iter().any(|x| x == t);
         let words = words(request);
         let (check, message) = if !self.changed
+            && !self.denied
             && (enabled("write_file") || enabled("edit_file"))
             && asks_for_change(request, &words)
             && !self.fired.contains(&Check::UnmadeChange)
