@@ -250,6 +250,9 @@ pub struct SessionConfig {
     /// Check answers before accepting them (`config.answer_checks`, see
     /// `agent::answer_check`).
     pub answer_checks: bool,
+    /// The client's file system, when the transport offers one (ACP's
+    /// `fs/*`); `None` from an init config. See `tools::client_files`.
+    pub client_files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
     /// Make the obvious first tool calls of a send before the model's first
     /// answer (`config.preflight`, see `agent::preflight`).
     pub preflight: bool,
@@ -373,6 +376,7 @@ impl SessionConfig {
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
+            client_files: None,
             preflight: config.preflight.unwrap_or(true),
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),

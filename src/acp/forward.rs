@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    FileSystemCapabilities, PermissionOption, PermissionOptionKind, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
+    PermissionOption, PermissionOptionKind, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionNotification, ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Client, Error};
 use tokio::sync::mpsc;
@@ -28,12 +28,7 @@ const REJECT_ONCE: &str = "reject_once";
 const REJECT_ALWAYS: &str = "reject_always";
 
 /// Forwards until the session's outbox closes (the session ended).
-pub async fn run(
-    s: Arc<AcpSession>,
-    mut rx: mpsc::Receiver<OutgoingMessage>,
-    cx: ConnectionTo<Client>,
-    _fs: FileSystemCapabilities,
-) {
+pub async fn run(s: Arc<AcpSession>, mut rx: mpsc::Receiver<OutgoingMessage>, cx: ConnectionTo<Client>) {
     let workspace = s.session.config().workspace.clone();
     let window = s.session.config().window_known(None);
     let mut last_call: Option<String> = None;

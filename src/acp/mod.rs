@@ -16,6 +16,7 @@
 //! stdout carries only JSON-RPC messages: pirn's logs go to stderr (and
 //! only when `PIRN_LOG` asks), as for every transport.
 
+mod files;
 mod forward;
 mod load;
 pub mod updates;
@@ -104,14 +105,20 @@ impl Acp {
         connection: &ConnectionTo<Client>,
     ) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
         let (outbox, rx) = tokio::sync::mpsc::channel(OUTBOX_CAPACITY);
-        let session = Session::open(Some(PROTOCOL_VERSION), config, &self.env, Limits::default(), outbox)
+        let caps = self.client.lock().unwrap_or_else(|p| p.into_inner()).fs.clone();
+        let files = files::ClientFs::new(connection.clone(), caps).map(Arc::new);
+        let shared = files.clone().map(|f| f as Arc<dyn crate::tools::client_files::ClientFiles>);
+        let env = &self.env;
+        let session = Session::open_with_files(Some(PROTOCOL_VERSION), config, env, Limits::default(), outbox, shared)
             .await
             .map_err(|e| agent_client_protocol::Error::invalid_params().data(serde_json::json!(e.to_string())))?;
         let id = SessionId::new(session.config().session_id.as_str());
+        if let Some(f) = &files {
+            f.bind(id.clone());
+        }
         let acp = Arc::new(AcpSession { session, id: id.clone(), pending: Mutex::default(), always: Mutex::default() });
         self.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(id.0.to_string(), acp.clone());
-        let fs = self.client.lock().unwrap_or_else(|p| p.into_inner()).fs.clone();
-        tokio::spawn(forward::run(acp.clone(), rx, connection.clone(), fs));
+        tokio::spawn(forward::run(acp.clone(), rx, connection.clone()));
         Ok(acp)
     }
 }

@@ -58,17 +58,9 @@ enum Read {
 
 fn read(ctx: &ToolContext, path: &str) -> Read {
     let Ok(target) = ctx.resolve(path) else { return Read::Unusable };
-    let file = match target.open_read() {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Read::Missing,
-        Err(_) => return Read::Unusable,
-    };
-    if file.metadata().map_or(true, |m| !m.is_file() || m.len() > MAX_DIFF_BYTES) {
-        return Read::Unusable;
-    }
-    let mut text = String::new();
-    match std::io::Read::read_to_string(&mut &file, &mut text) {
-        Ok(_) => Read::Text(text),
+    match ctx.read_text(&target, MAX_DIFF_BYTES) {
+        Ok(text) => Read::Text(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Read::Missing,
         Err(_) => Read::Unusable,
     }
 }

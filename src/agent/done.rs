@@ -46,7 +46,7 @@ pub async fn check(
         {
             return Gate::Again(format!("Not finished yet: {left} Then answer."));
         }
-        if let Some((file, problem)) = tools.broken().into_iter().next() {
+        if let Some((file, problem)) = tools.off_thread(|t| t.broken()).await.into_iter().next() {
             if progress.fire_once(Check::BrokenFile) {
                 return Gate::Again(format!(
                     "Not finished: {file} does not parse now ({problem}). Fix it, then answer."

@@ -84,6 +84,7 @@ pub async fn run(
     tool_cx.read_files = Some(conv.read_files.clone());
     tool_cx.sandbox = config.sandbox.clone();
     tool_cx.env_passthrough = config.env_passthrough.clone();
+    tool_cx.client_files = config.client_files.clone();
     let mut guard = LoopGuard::default();
     let mut cycles = loop_guard::Cycles::default();
     // A second cycle: the wrap-up answer ends the send as `loop_detected`.

@@ -44,7 +44,13 @@ pub async fn run(
         .emit(Event::ToolStart { name: call.name.clone(), args: args.clone(), call_id: Some(call.id.clone()) })
         .await;
     // The file a write or edit may change, as it stands now (for tool_end.diff).
-    let before = parsed.as_ref().ok().and_then(|a| diff::before(&call.name, a, cx.tools));
+    let before = match parsed.as_ref() {
+        Ok(a) => {
+            let (name, a) = (call.name.clone(), a.clone());
+            cx.tools.off_thread(move |t| diff::before(&name, &a, t)).await
+        }
+        Err(_) => None,
+    };
     stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
     stats.begin_tool();
     let output = match &parsed {
@@ -64,7 +70,10 @@ pub async fn run(
         },
     };
     let spent = stats.end_tool();
-    let diff = before.and_then(|b| b.after(cx.tools));
+    let diff = match before {
+        Some(b) => cx.tools.off_thread(move |t| b.after(t)).await,
+        None => None,
+    };
     cx.emit
         .emit(Event::ToolEnd {
             name: call.name.clone(),

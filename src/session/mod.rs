@@ -153,9 +153,24 @@ impl Session {
         limits: Limits,
         outbox: Outbox,
     ) -> Result<Session, OpenError> {
+        Session::open_with_files(protocol_version, config, env, limits, outbox, None).await
+    }
+
+    /// [`Session::open`] for a transport whose client offers its own file
+    /// system (`files`, see `tools::client_files`): file tools read and
+    /// write text through it.
+    pub async fn open_with_files(
+        protocol_version: Option<&str>,
+        config: &InitConfig,
+        env: &Environment,
+        limits: Limits,
+        outbox: Outbox,
+        files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
+    ) -> Result<Session, OpenError> {
         let version = wire::negotiate(protocol_version)?;
         let init = config;
         let mut config = SessionConfig::new(init, env, limits, version)?;
+        config.client_files = files;
         if let Some(servers) = init.mcp_servers.as_ref().filter(|s| !s.is_empty()) {
             let plan = config.policy.mode == crate::wire::ApprovalMode::Plan;
             let children = (&*config.sandbox, &config.env_passthrough[..]);

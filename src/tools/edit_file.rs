@@ -69,7 +69,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if args.old_string == args.new_string {
         return failed("old_string and new_string are identical; nothing to change");
     }
-    let content = match read_text(&target) {
+    let content = match read_text(ctx, &target) {
         Ok(c) => c,
         Err(e) if !target.exists() => return failed(format!("{shown}: {e}. {}", ctx.nearby(&path))),
         Err(e) => return failed(format!("{shown}: {e}")),
@@ -104,7 +104,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             let eol = if crlf { "\r\n" } else { "\n" };
             let replacement = reindent(&args.new_string, indent, &args.old_string, eol);
             let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
-            if let Err(e) = target.write_atomic(updated.as_bytes()) {
+            if let Err(e) = ctx.write_text(&target, &updated) {
                 return failed(format!("{shown}: write failed: {e}"));
             }
             let first_line = line_of(&content, from);
@@ -119,7 +119,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         // only the part that differs from new_string is replaced.
         if let Some(splice) = super::edit_match::squeezed(&content, &old, &new) {
             let updated = format!("{}{}{}", &content[..splice.from], splice.replacement, &content[splice.to..]);
-            if let Err(e) = target.write_atomic(updated.as_bytes()) {
+            if let Err(e) = ctx.write_text(&target, &updated) {
                 return failed(format!("{shown}: write failed: {e}"));
             }
             let (first, last) = splice.lines;
@@ -134,7 +134,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         // The same lines with a few of the file's left out (a docstring, a
         // comment): the lines that differ from new_string change in place.
         if let Some(g) = super::edit_match::gapped(&content, &args.old_string, &args.new_string) {
-            if let Err(e) = target.write_atomic(g.updated.as_bytes()) {
+            if let Err(e) = ctx.write_text(&target, &g.updated) {
                 return failed(format!("{shown}: write failed: {e}"));
             }
             let (first, last) = g.lines;
@@ -156,7 +156,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         if let Some((updated, changes)) = super::merge_json::merge(&content, &args.new_string)
             .filter(|(_, c)| !c.is_empty() && super::merge_json::merge(&content, &args.old_string).is_some())
         {
-            if let Err(e) = target.write_atomic(updated.as_bytes()) {
+            if let Err(e) = ctx.write_text(&target, &updated) {
                 return failed(format!("{shown}: write failed: {e}"));
             }
             let changed: Vec<String> = changes.iter().map(|(p, was, now)| format!("{p} {was} → {now}")).collect();
@@ -184,7 +184,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         && let Some((updated, (first, last))) = super::merge_defs::delete_definition(&content, name)
         && super::syntax::warning(&path, &shown, &content.replacen(&old, &new, 1)).is_some()
     {
-        if let Err(e) = target.write_atomic(updated.as_bytes()) {
+        if let Err(e) = ctx.write_text(&target, &updated) {
             return failed(format!("{shown}: write failed: {e}"));
         }
         return Ok(format!(
@@ -206,7 +206,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             new.pop();
         }
         let updated = format!("{}{new}{}", &content[..w.from], &content[w.to..]);
-        if let Err(e) = target.write_atomic(updated.as_bytes()) {
+        if let Err(e) = ctx.write_text(&target, &updated) {
             return failed(format!("{shown}: write failed: {e}"));
         }
         let first_line = line_of(&updated, w.from);
@@ -238,7 +238,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         new
     };
     let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
-    if let Err(e) = target.write_atomic(updated.as_bytes()) {
+    if let Err(e) = ctx.write_text(&target, &updated) {
         return failed(format!("{shown}: write failed: {e}"));
     }
     let first_line = line_of(&content, starts[0]);
@@ -253,19 +253,14 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     ))
 }
 
-fn read_text(target: &Confined) -> Result<String, String> {
-    use std::io::Read;
-    let mut f = target.open_read().map_err(|e| format!("cannot open: {e}"))?;
-    let len = f.metadata().map_err(|e| e.to_string())?.len();
-    if len > MAX_FILE_BYTES {
-        return Err(format!("{len} bytes, over the {MAX_FILE_BYTES} byte limit"));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    f.read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
-    if bytes[..bytes.len().min(8192)].contains(&0) {
-        return Err("binary file; edit_file only edits text".to_owned());
-    }
-    String::from_utf8(bytes).map_err(|_| "not valid UTF-8 text".to_owned())
+fn read_text(ctx: &ToolContext, target: &Confined) -> Result<String, String> {
+    ctx.read_text(target, MAX_FILE_BYTES).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData if e.to_string() == "binary file" => {
+            "binary file; edit_file only edits text".to_owned()
+        }
+        std::io::ErrorKind::InvalidData | std::io::ErrorKind::FileTooLarge => e.to_string(),
+        _ => format!("cannot open: {e}"),
+    })
 }
 
 /// Regions of `content` whose lines equal the lines of `old` once each

@@ -12,6 +12,7 @@
 //! derived from its serde `Args` struct ([`spec`]).
 
 pub mod bash;
+pub mod client_files;
 pub mod confine;
 pub mod edit_file;
 pub mod edit_many;
@@ -140,6 +141,9 @@ pub struct ToolContext {
     /// Files `write_file` or `edit_file` changed in this send, each with
     /// whether it parsed before the first change (see [`ToolContext::broken`]).
     pub written: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>>,
+    /// The client's file system, when the transport's client offers one
+    /// (see [`client_files`]); file tools read and write text through it.
+    pub client_files: Option<std::sync::Arc<dyn client_files::ClientFiles>>,
 }
 
 impl ToolContext {
@@ -158,7 +162,18 @@ impl ToolContext {
             read_files: None,
             warned: Default::default(),
             written: Default::default(),
+            client_files: None,
         }
+    }
+
+    /// `target`'s text, at most `max` bytes ([`client_files::read_text`]).
+    pub fn read_text(&self, target: &confine::Confined, max: u64) -> std::io::Result<String> {
+        client_files::read_text(self.client_files.as_deref(), target, max)
+    }
+
+    /// Writes `text` to `target` ([`client_files::write_text`]).
+    pub fn write_text(&self, target: &confine::Confined, text: &str) -> std::io::Result<()> {
+        client_files::write_text(self.client_files.as_deref(), target, text)
     }
 
     /// Records that `path` is about to change; `before` is its text (none
@@ -183,7 +198,8 @@ impl ToolContext {
             .iter()
             .filter_map(|p| {
                 let shown = self.display(p);
-                let text = std::fs::read_to_string(p).ok()?;
+                let target = self.resolve(&p.to_string_lossy()).ok()?;
+                let text = self.read_text(&target, read_file::MAX_FILE_BYTES).ok()?;
                 syntax::problem(p, &text).map(|problem| (shown, problem))
             })
             .collect();

@@ -47,49 +47,36 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
-    let file = match target.open_read() {
-        Ok(f) => f,
+    let (len, mut reader): (u64, Box<dyn BufRead>) = match open(ctx, &target) {
+        Ok(opened) => opened,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return failed(format!("{shown}: no such file. {}", ctx.nearby(&path)));
         }
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+            return failed(format!("{shown} is a directory; use glob to list files"));
+        }
         Err(e) => return failed(format!("{shown}: cannot open: {e}")),
     };
-    let meta = match file.metadata() {
-        Ok(m) => m,
-        Err(e) => return failed(format!("{shown}: cannot stat: {e}")),
-    };
-    if meta.is_dir() {
-        return failed(format!("{shown} is a directory; use glob to list files"));
-    }
-    if meta.len() > MAX_FILE_BYTES {
+    if len > MAX_FILE_BYTES {
         return failed(format!(
-            "{shown} is {} bytes, over the {} byte limit of read_file; use grep to find what you need in it",
-            meta.len(),
-            MAX_FILE_BYTES
+            "{shown} is {len} bytes, over the {MAX_FILE_BYTES} byte limit of read_file; use grep to find what you need in it"
         ));
     }
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
     match reader.fill_buf() {
         Ok(head) if head[..head.len().min(8192)].contains(&0) || infer::get(head).is_some_and(|k| !is_text(k)) => {
             let kind = match infer::get(head) {
                 Some(k) => format!("{} ({})", k.mime_type(), k.extension()),
                 None => "binary data".to_owned(),
             };
-            return failed(format!(
-                "{shown} is a binary file: {kind}, {} bytes; read_file only reads text",
-                meta.len()
-            ));
+            return failed(format!("{shown} is a binary file: {kind}, {} bytes; read_file only reads text", len));
         }
         Ok(_) => {}
         Err(e) => return failed(format!("{shown}: cannot read: {e}")),
     }
     let offset = args.offset.unwrap_or(1).max(1);
     ctx.mark_read(&path);
-    let mut limit = if offset == 1 && meta.len() <= WHOLE_FILE_BYTES {
-        usize::MAX
-    } else {
-        args.limit.unwrap_or(DEFAULT_LIMIT).max(1)
-    };
+    let mut limit =
+        if offset == 1 && len <= WHOLE_FILE_BYTES { usize::MAX } else { args.limit.unwrap_or(DEFAULT_LIMIT).max(1) };
     let mut capped = false;
     let mut out = String::new();
     let mut line_no = 0usize;
@@ -149,4 +136,20 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
 /// Types `infer` recognises that are still text (XML, HTML, shell scripts…).
 fn is_text(kind: infer::Type) -> bool {
     kind.mime_type().starts_with("text/") || matches!(kind.extension(), "xml" | "html" | "sh" | "json" | "svg")
+}
+
+/// The file's length in bytes and a reader of it: the client's text when
+/// it reads files ([`super::client_files`]), else the file beneath the
+/// workspace root. `IsADirectory` for a directory.
+fn open(ctx: &ToolContext, target: &super::confine::Confined) -> std::io::Result<(u64, Box<dyn BufRead>)> {
+    if target.is_dir() {
+        return Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory"));
+    }
+    if let Some(client) = ctx.client_files.as_ref().filter(|c| c.reads()) {
+        let text = client.read(target.path())?;
+        return Ok((text.len() as u64, Box::new(std::io::Cursor::new(text.into_bytes()))));
+    }
+    let file = target.open_read()?;
+    let len = file.metadata()?.len();
+    Ok((len, Box::new(BufReader::with_capacity(64 * 1024, file))))
 }

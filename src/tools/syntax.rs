@@ -44,11 +44,7 @@ pub fn problem(path: &Path, content: &str) -> Option<String> {
 /// workspace confinement; empty when there is nothing to say.
 pub fn after_write(ctx: &super::ToolContext, file_path: &str) -> String {
     let Ok(target) = ctx.resolve(file_path) else { return String::new() };
-    let Ok(file) = target.open_read() else { return String::new() };
-    let mut content = String::new();
-    if std::io::Read::read_to_string(&mut std::io::Read::take(&file, MAX_BYTES as u64 + 1), &mut content).is_err() {
-        return String::new();
-    }
+    let Ok(content) = ctx.read_text(&target, MAX_BYTES as u64 + 1) else { return String::new() };
     warning(target.path(), &ctx.display(target.path()), &content).unwrap_or_default()
 }
 

@@ -53,7 +53,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
-    let old = existing_text(&target);
+    let old = existing_text(ctx, &target);
     ctx.note_write(&path, old.as_deref());
     if !ctx.may_overwrite(&path) {
         // Shown now, and counted as read: the next write is an informed one
@@ -94,7 +94,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             ));
         }
         let changed: Vec<String> = changes.iter().map(|(path, was, now)| format!("{path} {was} → {now}")).collect();
-        return match target.write_atomic(merged.as_bytes()) {
+        return match ctx.write_text(&target, &merged) {
             Ok(()) => Ok(format!(
                 "merged into {shown}: your content holds settings it has, so only the values that differ were \
                  changed: {}; every other setting and comment of {shown} is kept.",
@@ -128,7 +128,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             ));
         }
         let changed: Vec<String> = changes.iter().map(|(path, was, now)| format!("{path} {was} → {now}")).collect();
-        return match target.write_atomic(merged.as_bytes()) {
+        return match ctx.write_text(&target, &merged) {
             Ok(()) => Ok(format!(
                 "merged into {shown}: your content holds part of its JSON, so only the values that differ were \
                  changed: {}; the rest of {shown} is kept as it was.",
@@ -148,7 +148,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             ));
         }
         let gone = super::references::lost_definitions(old, &m.content);
-        return match target.write_atomic(m.content.as_bytes()) {
+        return match ctx.write_text(&target, &m.content) {
             Ok(()) => Ok(merged_report(&shown, &m)
                 + &super::references::after_change(ctx, old, &m.content, &gone, super::references::Why::Renamed)
                     .unwrap_or_default()),
@@ -162,7 +162,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         let was: Vec<&str> = lines.iter().filter_map(|n| before.get(n - 1).copied()).collect();
         let renamed = super::references::renamed_in_edit(&was.join("\n"), &args.content);
         let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
-        return match target.write_atomic(merged.as_bytes()) {
+        return match ctx.write_text(&target, &merged) {
             Ok(()) => Ok(format!(
                 "merged into {shown}: your content holds only lines like its line{} {}, so those were replaced \
                  and the rest of {shown} is kept. Lines now:\n{}{}",
@@ -200,7 +200,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         return failed(refusal);
     }
     let existed = target.exists();
-    match target.write_atomic(args.content.as_bytes()) {
+    match ctx.write_text(&target, &args.content) {
         // The model knows what it wrote: it may replace it again unread.
         Ok(()) => {
             ctx.mark_read(&path);
@@ -261,14 +261,8 @@ fn numbered(text: &str) -> String {
 
 /// The existing file's text, when it is one `read_file` could have shown
 /// (it refuses larger ones); `None` for a new, binary or unreadable file.
-fn existing_text(target: &Confined) -> Option<String> {
-    let file = target.open_read().ok()?;
-    if file.metadata().ok()?.len() > super::read_file::MAX_FILE_BYTES {
-        return None;
-    }
-    let mut old = String::new();
-    std::io::Read::read_to_string(&mut &file, &mut old).ok()?;
-    Some(old)
+fn existing_text(ctx: &ToolContext, target: &Confined) -> Option<String> {
+    ctx.read_text(target, super::read_file::MAX_FILE_BYTES).ok()
 }
 
 /// Non-blank lines of `old` that `content` keeps (trimmed), and how many

@@ -7,13 +7,15 @@
 // SCRIPT_JSON: {"args": [...pirn acp flags], "cwd": "...",
 //   "capabilities": {"fs": {"readTextFile": true, ...}},
 //   "permission": "allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancelled",
-//   "files": {"/abs/path": "text the editor holds"},
+//   "files": {"/abs/path": "text the editor holds"} (unsaved buffers; the
+//   client's fs reads them first, then the disk; its writes land here),
 //   "steps": [{"op": "new"} | {"op": "prompt", "text": "...", "cancelOn": "tool_call"}
 //             | {"op": "load", "sessionId": "..."} | {"op": "list"}]}
 //
 // Every session/update, permission request and fs call the client receives
 // is recorded with the time since the step began (ms).
 import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 
 const [sdkDir, pirn, scriptJson] = process.argv.slice(2);
@@ -27,6 +29,7 @@ const child = spawn(pirn, ["acp", ...(script.args ?? [])], {
 const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 
 const report = { updates: [], permissions: [], fs: [], steps: [] };
+const editor = { ...(script.files ?? {}) };
 let stepStart = Date.now();
 let onUpdate = () => {};
 
@@ -42,14 +45,17 @@ const app = acp
     if (choice === "cancelled") return { outcome: { outcome: "cancelled" } };
     return { outcome: { outcome: "selected", optionId: choice } };
   })
+  // As an editor does: an open buffer first, else the disk; a write goes
+  // to the buffer only (an unsaved edit), never to the disk.
   .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
     report.fs.push({ op: "read", ...params });
-    const content = (script.files ?? {})[params.path];
-    if (content === undefined) throw new acp.RequestError(-32002, "not in the editor", {});
+    const content = editor[params.path] ?? (existsSync(params.path) ? readFileSync(params.path, "utf8") : undefined);
+    if (content === undefined) throw new acp.RequestError(-32002, "Resource not found", { uri: params.path });
     return { content };
   })
   .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
     report.fs.push({ op: "write", ...params });
+    editor[params.path] = params.content;
     return {};
   });
 
@@ -107,4 +113,5 @@ const exited = await new Promise((resolve) => {
   child.on("exit", (code) => { clearTimeout(t); resolve(code); });
 });
 report.exitCode = exited;
+report.editor = editor;
 process.stdout.write(JSON.stringify(report) + "\n");

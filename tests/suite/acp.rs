@@ -240,3 +240,55 @@ async fn bad_lines_get_json_rpc_errors_and_the_connection_lives() {
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn file_tools_read_and_write_through_the_client_inside_the_workspace() {
+    let mock = MockServer::start(vec![
+        Reply::tool("read_file", json!({"file_path": "app.py"})),
+        Reply::tool("edit_file", json!({"file_path": "app.py", "old_string": "X = 2", "new_string": "X = 3"})),
+        Reply::tool("read_file", json!({"file_path": "link/secret.txt"})),
+        Reply::text(&["X is 3 now."]),
+    ])
+    .await;
+    let ws = workspace(&[("app.py", "X = 1\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("link")).unwrap();
+    let app = ws.path().canonicalize().unwrap().join("app.py");
+    let app = app.to_str().unwrap();
+    let script = json!({
+        "cwd": ws.path(), "args": ["--approval-mode", "full-auto"],
+        "capabilities": {"fs": {"readTextFile": true, "writeTextFile": true}},
+        // The editor holds an unsaved change: X = 2, while the disk has X = 1.
+        "files": {app: "X = 2\n"},
+        "steps": [{"op": "new"}, {"op": "prompt", "text": "What is X? Then make it 3."}],
+    });
+    let r = drive(&mock, script).await;
+    if r.is_null() {
+        return;
+    }
+    assert_eq!(r["steps"][1]["stopReason"], "end_turn", "{r}");
+    // The model saw the editor's buffer, not the disk.
+    let reqs = mock.requests();
+    let seen = reqs[1].body["messages"].to_string();
+    assert!(seen.contains("X = 2") && !seen.contains("X = 1"), "{seen}");
+    // The edit went to the editor; the disk is untouched.
+    assert_eq!(r["editor"][app], "X = 3\n", "{r}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("app.py")).unwrap(), "X = 1\n");
+    let writes: Vec<&Value> = r["fs"].as_array().unwrap().iter().filter(|c| c["op"] == "write").collect();
+    assert_eq!(writes.len(), 1, "{r}");
+    assert_eq!(writes[0]["path"], app);
+    let updates = r["updates"].as_array().unwrap();
+    let diff = updates
+        .iter()
+        .filter_map(|u| u["update"]["content"].as_array())
+        .flatten()
+        .find(|c| c["type"] == "diff")
+        .expect("a diff");
+    assert_eq!((diff["oldText"].as_str(), diff["newText"].as_str()), (Some("X = 2\n"), Some("X = 3\n")));
+    // The symlink out of the workspace is refused before the client is asked.
+    let fs_paths: Vec<&str> = r["fs"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    assert!(fs_paths.iter().all(|p| *p == app), "only app.py reached the client: {fs_paths:?}");
+    let escaped = reqs[3].body["messages"].to_string();
+    assert!(!escaped.contains("outside\\n"), "{escaped}");
+}
