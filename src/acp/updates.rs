@@ -2,7 +2,7 @@
 //! stop reasons, and ACP prompt content as the text of a send.
 //!
 //! Owns the mapping, and nothing else (no I/O): the table in
-//! `protocol/protocol.md` ("Part 9: ACP") is this module in words.
+//! `protocol/protocol.md` ("Part 8: ACP") is this module in words.
 //!
 //! | pirn (0.3.0) | ACP `session/update` |
 //! |---|---|
