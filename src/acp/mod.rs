@@ -264,3 +264,27 @@ pub async fn serve(options: AcpOptions) -> i32 {
 
 /// Sessions as `session/list` shows them (see [`load::list`]).
 pub(crate) type Listed = Vec<SessionInfo>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_servers_become_pirn_configs() {
+        let servers: Vec<McpServer> = serde_json::from_value(serde_json::json!([
+            {"name": "fs", "command": "npx", "args": ["-y", "srv", "."], "env": [{"name": "K", "value": "v"}]},
+            {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp",
+             "headers": [{"name": "Authorization", "value": "Bearer t"}]},
+            {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []},
+        ]))
+        .unwrap();
+        let configs: Vec<McpServerConfig> = servers.iter().filter_map(mcp_config).collect();
+        assert_eq!(configs.len(), 2, "SSE is left out: {configs:?}");
+        assert_eq!(configs[0].name, "fs");
+        assert_eq!(configs[0].command.as_deref(), Some("npx"));
+        assert_eq!(configs[0].args, ["-y", "srv", "."]);
+        assert_eq!(configs[0].env.get("K").map(String::as_str), Some("v"));
+        assert_eq!(configs[1].url.as_deref(), Some("http://127.0.0.1:9/mcp"));
+        assert_eq!(configs[1].headers.get("Authorization").map(String::as_str), Some("Bearer t"));
+    }
+}
