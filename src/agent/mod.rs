@@ -28,6 +28,7 @@ pub mod fit;
 pub mod loop_guard;
 mod outcome;
 pub mod preflight;
+mod py_probe;
 mod removal;
 mod rename;
 pub mod request;
@@ -94,7 +95,8 @@ pub async fn run(
     // (signature, result) of the calls of the previous answer.
     let mut previous: Vec<(String, String)> = Vec::new();
     let mut progress = answer_check::Progress::default();
-    progress.seen_in((0..conv.len()).map(|i| conv.text_of(i)));
+    // Not the system prompt: its numbered rules are no evidence for an answer.
+    progress.seen_in((0..conv.len()).filter(|&i| conv.role_of(i) != "system").map(|i| conv.text_of(i)));
     let checks = config.answer_checks && config.policy.mode != ApprovalMode::Plan;
     // After a loop: the next request forbids tool calls and its answer is final.
     let mut wrap_up = false;

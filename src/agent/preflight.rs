@@ -97,12 +97,16 @@ pub fn plan(request: &str, workspace: &Path, budget: usize, run_command: Option<
             imported += files.len() - before;
         }
     }
+    let py: Vec<&Path> =
+        named.iter().map(PathBuf::as_path).filter(|p| p.extension().is_some_and(|e| e == "py")).collect();
+    let probes = super::py_probe::commands(request, &py, workspace);
     let mut calls: Vec<ToolCall> = files
         .iter()
         .filter_map(|f| f.strip_prefix(workspace).ok())
         .map(|rel| json!({ "file_path": rel.to_string_lossy() }))
         .map(|args| ("read_file", args))
         .chain(renaming.map(|old| ("grep", json!({ "pattern": format!("\\b{old}\\b") }))))
+        .chain(probes.into_iter().map(|c| ("bash", json!({ "command": c, "timeout_ms": COMMAND_TIMEOUT_MS }))))
         .chain(run_command.map(|c| ("bash", json!({ "command": c, "timeout_ms": COMMAND_TIMEOUT_MS }))))
         .enumerate()
         .map(|(i, (name, args))| ToolCall {
@@ -111,7 +115,7 @@ pub fn plan(request: &str, workspace: &Path, budget: usize, run_command: Option<
             arguments: args.to_string(),
         })
         .collect();
-    calls.truncate(MAX_FILES + MAX_IMPORTED + 2);
+    calls.truncate(MAX_FILES + MAX_IMPORTED + 4);
     calls
 }
 

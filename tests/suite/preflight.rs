@@ -197,3 +197,32 @@ async fn the_preflight_run_is_not_the_change_asked_for() {
         mock.requests()[1].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(nudge.starts_with("[pirn] That is not true yet: no file has been changed"), "{nudge}");
 }
+
+#[tokio::test]
+async fn python_answers_what_a_call_returns_and_how_many_methods_a_class_has() {
+    let files = [
+        ("limits.py", "from defaults import BASE, FACTOR\n\n\ndef get_limit():\n    return BASE * FACTOR\n"),
+        ("defaults.py", "BASE = 24\nFACTOR = 4\n"),
+        (
+            "stack.py",
+            "class Stack:\n    def push(self, x):\n        pass\n\n    def pop(self):\n        pass\n\n\ndef make():\n    pass\n",
+        ),
+    ];
+    let script = vec![Reply::text(&["96"]), Reply::text(&["2"])];
+    let (mut w, mock) = worker(script, &files, json!({})).await;
+    w.write(json!({"type": "send", "id": "a", "message": "What value does get_limit() in limits.py return?"})).await;
+    let (events, r) = w.result_for("a").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let ran: Vec<(String, String)> = started(&events).into_iter().filter(|(n, _)| n == "bash").collect();
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert!(ran[0].1.contains("from limits import get_limit\nprint(repr(get_limit()))"), "{ran:?}");
+    let seen = mock.requests()[0].body["messages"].to_string();
+    assert!(seen.contains("96"), "the model sees the value the call returned: {seen}");
+    w.write(json!({"type": "send", "id": "b", "message": "How many methods does the Stack class in stack.py define?"}))
+        .await;
+    let (_, r) = w.result_for("b").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let seen = mock.requests()[1].body["messages"].to_string();
+    assert!(seen.contains("stack.py: class Stack defines 2 methods: push, pop"), "{seen}");
+    assert!(seen.contains("stack.py: 1 top-level functions (outside any class): make"), "{seen}");
+}

@@ -114,6 +114,11 @@ pub struct Progress {
     seen_numbers: HashSet<String>,
     /// The count lines of grep and glob results (`[6 matching lines in 1 file]`).
     counts: Vec<String>,
+    /// The numbers that can answer "how many": those of count lines, of
+    /// commands' output and of what the user said, not the numbers inside
+    /// file content (seen: "3" from `assertEqual(2 + 1, 3)` as the count
+    /// of six test functions).
+    counted: HashSet<String>,
 }
 
 impl Progress {
@@ -123,6 +128,7 @@ impl Progress {
         if matches!(tool, "grep" | "glob") {
             let count = result.lines().rev().find(|l| l.starts_with('[') && l.contains("match"));
             if let Some(line) = count.filter(|l| !self.counts.iter().any(|c| c == l)) {
+                self.counted.extend(super::claims::numbers(line));
                 self.counts.push(line.to_owned());
             }
         }
@@ -149,6 +155,7 @@ impl Progress {
             }
             "glob" | "grep" | "read_file" if ok => self.evidence += 1,
             "bash" => {
+                self.counted.extend(super::claims::numbers(result));
                 self.evidence += 1;
                 // A command that ran and exited non-zero is still a run.
                 let ran = ok || result.contains("exit code");
@@ -164,6 +171,7 @@ impl Progress {
     pub fn seen_in(&mut self, texts: impl Iterator<Item = String>) {
         for text in texts {
             self.seen_numbers.extend(super::claims::numbers(&text).collect::<Vec<_>>());
+            self.counted.extend(super::claims::numbers(&text).collect::<Vec<_>>());
         }
     }
 
@@ -173,6 +181,7 @@ impl Progress {
         match tool {
             "bash" => {
                 self.seen_numbers.extend(super::claims::numbers(result));
+                self.counted.extend(super::claims::numbers(result));
                 self.evidence += 1;
                 self.ran |= !result.starts_with("Error:") || result.contains("exit code");
             }
@@ -322,7 +331,9 @@ impl Progress {
         {
             return None;
         }
-        let n = super::claims::unsupported_number(answer, request, &self.seen_numbers)?;
+        let how_many = request.to_lowercase().contains("how many");
+        let support = if how_many { &self.counted } else { &self.seen_numbers };
+        let n = super::claims::unsupported_number(answer, request, support)?;
         self.fired.insert(Check::UnsupportedNumber);
         tracing::info!(check = ?Check::UnsupportedNumber, "the answer was sent back to the model");
         let counts = if self.counts.is_empty() {

@@ -74,7 +74,7 @@ fn an_answer_resting_on_an_empty_search_is_sent_back_once() {
     assert!(p.review(q, "The answer is 0.", &tools, &ws).is_none_or(|m| !m.contains("found nothing")), "once");
     let mut p = Progress::default();
     p.record("glob", "no files match \"*.rs\" under .");
-    p.record("grep", "src/a.py:1:# TODO");
+    p.record("grep", "src/a.py:1:# TODO\n[1 matching line in 1 file]");
     assert!(p.review(q, "1", &tools, &ws).is_none(), "a search that found something is evidence");
 }
 
@@ -94,4 +94,20 @@ fn invented_paths_are_named() {
         assert_eq!(p.review(req, fine, &all_tools(), dir.path()), None, "{fine}");
     }
     assert_eq!(p.review("Is there a notes.md?", "notes.md does not exist.", &all_tools(), dir.path()), None);
+}
+
+#[test]
+fn a_count_rests_on_a_count_not_on_numbers_in_the_code() {
+    let q = "How many test functions does test_m.py contain? Answer with the number.";
+    let mut p = Progress::default();
+    p.record("read_file", "     1\tdef test_a():\n     2\t    assert 2 + 1 == 3\n");
+    p.record("grep", "test_m.py:6\n[6 matching lines in 1 file]");
+    let told = p.review_number(q, "```json\n3\n```").expect("3 is in the code, not a count");
+    assert!(told.contains("[6 matching lines in 1 file]"), "{told}");
+    let mut p = Progress::default();
+    p.record("bash", "stack.py: class Stack defines 5 methods: a, b, c, d, e");
+    assert_eq!(p.review_number("How many methods does Stack define?", "5"), None, "a command's output counts");
+    let mut p = Progress::default();
+    p.record("read_file", "     1\tLIMIT = 24\n");
+    assert_eq!(p.review_number("What is LIMIT in a.py? Answer with the number.", "24"), None, "not a count");
 }
