@@ -26,7 +26,6 @@ use serde_json::json;
 use super::SendStats;
 use super::answer_check::Progress;
 use super::tool_call::CallContext;
-use crate::approval::Verdict;
 use crate::conversation::Conversation;
 use crate::model::ToolCall;
 
@@ -138,19 +137,14 @@ pub async fn apply(
 ) -> Option<String> {
     let config = cx.config;
     let args = json!({"file_path": file, "content": content});
-    let allowed = config.tools.iter().any(|t| t == "write_file")
-        && config.policy.visible("write_file")
-        && config.policy.check("write_file", &args, &config.workspace) == Verdict::Allow;
-    if !allowed {
+    if !super::tool_call::allowed_unasked(config, "write_file", &args) {
         return None;
     }
     tracing::info!(%file, "the answer's code block is written as the change it proposes");
     let id = format!("pirn_apply_{}", stats.tool_calls_made.len() + 1);
     let call = ToolCall { id, name: "write_file".to_owned(), arguments: args.to_string() };
-    conv.push_assistant("", std::slice::from_ref(&call));
-    let text = super::tool_call::run(cx, conv, stats, &call, None).await;
-    progress.record(&call.name, &text);
-    Some(text)
+    let ran = super::tool_call::run_own(cx, conv, stats, std::slice::from_ref(&call), |n, t| progress.record(n, t));
+    ran.await.pop().map(|(_, text)| text)
 }
 
 #[cfg(test)]

@@ -29,7 +29,6 @@ use serde_json::json;
 use super::SendStats;
 use super::answer_check::Progress;
 use super::tool_call::CallContext;
-use crate::approval::Verdict;
 use crate::conversation::Conversation;
 use crate::model::ToolCall;
 
@@ -290,11 +289,7 @@ pub async fn run(
     message: &str,
 ) -> Vec<(String, String)> {
     let config = cx.config;
-    let allowed = |name: &str, args: &serde_json::Value| {
-        config.tools.iter().any(|t| t == name)
-            && config.policy.visible(name)
-            && config.policy.check(name, args, &config.workspace) == Verdict::Allow
-    };
+    let allowed = |name: &str, args: &serde_json::Value| super::tool_call::allowed_unasked(config, name, args);
     let command = super::verify::command_for(None, message)
         .filter(|c| allowed("bash", &json!({ "command": c })) && is_check_run(c));
     let window = config.window_known(conv.budget.learned_window).map(u64::from);
@@ -314,14 +309,9 @@ pub async fn run(
         return Vec::new();
     }
     tracing::info!(calls = calls.len(), "preflight");
-    conv.push_assistant("", &calls);
-    let mut results = Vec::with_capacity(calls.len());
-    for call in &calls {
-        let text = super::tool_call::run(cx, conv, stats, call, None).await;
-        // The request's own command is a look, not a change the model made.
-        progress.record_look(&call.name, &text);
-        results.push((super::loop_guard::call_signature(call), text));
-    }
+    // The request's own command is a look, not a change the model made.
+    let results =
+        super::tool_call::run_own(cx, conv, stats, &calls, |name, text| progress.record_look(name, text)).await;
     super::calls::still_valid(&calls, results)
 }
 

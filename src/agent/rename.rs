@@ -21,7 +21,6 @@ use super::SendStats;
 use super::answer_check::Progress;
 use super::calls::Done;
 use super::tool_call::CallContext;
-use crate::approval::Verdict;
 use crate::conversation::Conversation;
 use crate::model::ToolCall;
 
@@ -124,23 +123,14 @@ pub async fn complete(
         })
         .filter(|c| {
             let args: serde_json::Value = serde_json::from_str(&c.arguments).unwrap_or_default();
-            config.tools.iter().any(|t| t == "edit_file")
-                && config.policy.visible("edit_file")
-                && config.policy.check("edit_file", &args, &config.workspace) == Verdict::Allow
+            super::tool_call::allowed_unasked(config, "edit_file", &args)
         })
         .collect();
     if calls.is_empty() {
         return Vec::new();
     }
     tracing::info!(%old, %new, lines = calls.len(), "pirn finishes the rename the model started");
-    conv.push_assistant("", &calls);
-    let mut results = Vec::with_capacity(calls.len());
-    for call in &calls {
-        let text = super::tool_call::run(cx, conv, stats, call, None).await;
-        progress.record(&call.name, &text);
-        results.push((super::loop_guard::call_signature(call), text));
-    }
-    results
+    super::tool_call::run_own(cx, conv, stats, &calls, |name, text| progress.record(name, text)).await
 }
 
 #[cfg(test)]

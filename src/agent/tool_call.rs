@@ -24,6 +24,36 @@ pub struct CallContext<'a> {
     pub tools: &'a ToolContext,
 }
 
+/// True when the session enables built-in tool `name` and its policy allows
+/// this call without asking: the rule for the calls pirn makes itself
+/// (preflight, finishing a rename, writing an answer's code block).
+pub fn allowed_unasked(config: &SessionConfig, name: &str, args: &Value) -> bool {
+    config.tools.iter().any(|t| t == name)
+        && config.policy.visible(name)
+        && config.policy.check(name, args, &config.workspace) == Verdict::Allow
+}
+
+/// Runs `calls` that pirn makes itself as one assistant message of tool
+/// calls with their results, as the model's own calls run (events,
+/// `tool_calls_made`); `record` notes each (tool name, result). Returns
+/// each call's (signature, result), as the loop remembers an answer's calls.
+pub async fn run_own(
+    cx: &CallContext<'_>,
+    conv: &mut Conversation,
+    stats: &mut SendStats,
+    calls: &[ToolCall],
+    mut record: impl FnMut(&str, &str),
+) -> Vec<(String, String)> {
+    conv.push_assistant("", calls);
+    let mut results = Vec::with_capacity(calls.len());
+    for call in calls {
+        let text = run(cx, conv, stats, call, None).await;
+        record(&call.name, &text);
+        results.push((super::loop_guard::call_signature(call), text));
+    }
+    results
+}
+
 /// Runs one tool call and appends its result to the conversation, with
 /// `note` (what pirn did not run of the answer) after it. Returns the
 /// result as the model reads it.
@@ -44,12 +74,14 @@ pub async fn run(
         .emit(Event::ToolStart { name: call.name.clone(), args: args.clone(), call_id: Some(call.id.clone()) })
         .await;
     // The file a write or edit may change, as it stands now (for tool_end.diff).
+    // Only a 0.3.0 session carries it: 0.2.0's shape drops the field.
+    let wants_diff = cx.config.version >= crate::wire::ProtocolVersion::V0_3;
     let before = match parsed.as_ref() {
-        Ok(a) => {
+        Ok(a) if wants_diff => {
             let (name, a) = (call.name.clone(), a.clone());
             cx.tools.off_thread(move |t| diff::before(&name, &a, t)).await
         }
-        Err(_) => None,
+        _ => None,
     };
     stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
     stats.begin_tool();
