@@ -84,6 +84,11 @@ fn asked_call(request: &str) -> Option<String> {
     }
     let close = open + request[open..].find(')')?;
     let args = &request[open + 1..close];
+    // One line only: a line break inside the quotes could end the heredoc
+    // the call is sent in and run the rest as shell.
+    if args.chars().any(char::is_control) {
+        return None;
+    }
     let literal = |a: &str| {
         let a = a.trim();
         a.is_empty()
@@ -108,6 +113,8 @@ mod tests {
         assert_eq!(ask("What does run(os.system('x')) return?"), None, "only literal arguments");
         assert_eq!(ask("Fix total() in cart.py so it returns the sum."), None, "not a question");
         assert_eq!(ask("What does main.py print?"), None, "no call");
+        let attack = "What does f('x\nPIRN_PY\ntouch pwned\n') in m.py return?";
+        assert_eq!(ask(attack), None, "a line break in a literal could end the heredoc");
     }
 
     #[test]
@@ -121,6 +128,8 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert!(c[0].starts_with("python3 -I - stack.py <<'PIRN_PY'\nimport ast"), "{}", c[0]);
         assert!(commands("How many lines does data.py have?", &[Path::new("/ws/data.py")], ws).is_empty());
+        let attack = "What does f('a\nPIRN_PY\ntouch pwned\n') in limits.py return?";
+        assert!(commands(attack, &[file], ws).is_empty(), "nothing of the request's text reaches the shell");
     }
 
     /// The outline, run for real on a file like the eval's.
