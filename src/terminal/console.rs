@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::wire::http::console::ConsoleInfo;
 use bytes::Bytes;
-use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::backlog::{BACKLOG_BYTES, Backlog};
@@ -143,21 +143,18 @@ pub struct Chunk {
 
 impl Console {
     /// Session info, as ACECode shows it (`exit_code` only once exited).
-    pub fn info(&self) -> Value {
+    pub fn info(&self) -> ConsoleInfo {
         let exit_code = self.state.lock().unwrap_or_else(|p| p.into_inner()).exit_code;
-        let mut info = json!({
-            "id": self.id,
-            "title": *self.title.lock().unwrap_or_else(|p| p.into_inner()),
-            "shell": self.shell,
-            "cwd": self.cwd,
-            "status": if exit_code.is_some() { "exited" } else { "running" },
-            "pid": self.process.pid(),
-            "backend": BACKEND,
-        });
-        if let Some(code) = exit_code {
-            info["exit_code"] = code.into();
+        ConsoleInfo {
+            id: self.id.clone(),
+            title: self.title.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            shell: self.shell.clone(),
+            cwd: self.cwd.to_string_lossy().into_owned(),
+            status: if exit_code.is_some() { "exited" } else { "running" }.to_owned(),
+            pid: self.process.pid(),
+            backend: BACKEND.to_owned(),
+            exit_code,
         }
-        info
     }
 
     /// Sets the title; blank titles are ignored, long ones cut to

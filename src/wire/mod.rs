@@ -16,6 +16,7 @@
 //!   `queue_length`, `request_id`, `args`) and the opt-in request
 //!   `permission_response`; a 0.2.0 client never has to look at them.
 
+pub mod http;
 mod outgoing;
 mod request;
 

@@ -199,7 +199,7 @@ impl OutgoingMessage {
 }
 
 /// Token counts, as reported by the model server.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,

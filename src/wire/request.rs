@@ -54,7 +54,7 @@ pub struct InitRequest {
 
 /// `init.config`. The first three fields are required by protocol 0.2.0;
 /// everything after `worker_id` is a pirn extension and optional.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
 pub struct InitConfig {
     /// Model identifier passed to the chat-completions endpoint.
     pub model: String,
@@ -187,7 +187,9 @@ pub struct InitConfig {
 }
 
 /// How much a child may write.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// No sandbox.
@@ -222,7 +224,7 @@ impl SandboxMode {
 
 /// One MCP server (0.3.0): a stdio server (`command`, `args`, `env`) or a
 /// Streamable HTTP one (`url`, `headers`).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
 pub struct McpServerConfig {
     /// Names the server's tools (`mcp__<name>__<tool>`): letters, digits,
     /// `_` and `-`, at most 20.
@@ -249,7 +251,7 @@ pub struct McpServerConfig {
 }
 
 /// How much the model may do unasked.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalMode {
     /// Everything in the workspace is allowed (default).
@@ -265,7 +267,7 @@ pub enum ApprovalMode {
 
 /// `config.permissions`: rule lists, each rule `tool` or `tool(glob)`, e.g.
 /// `bash(git push*)`, `write_file(.env*)`, `read_file(secrets/**)`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
 pub struct PermissionRules {
     #[serde(default)]
     pub allow: Vec<String>,
@@ -288,7 +290,7 @@ pub struct SendRequest {
 /// 0.3.0 options of one `send` (each overrides the session's default from
 /// `init.config` for this send only). A 0.2.0 session refuses a send that
 /// carries any of them.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
 pub struct SendOptions {
     /// A JSON Schema (draft 2020-12) the send's final answer must match:
     /// the answer must be one JSON value valid against it, and the result
@@ -344,7 +346,7 @@ pub struct PermissionResponse {
 }
 
 /// A host's answer to a permission request.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Allow,

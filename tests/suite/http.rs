@@ -488,27 +488,6 @@ async fn keepalive_comments_are_sent() {
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
 }
 
-#[test]
-fn openapi_lists_exactly_the_routes() {
-    let spec: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/protocol/openapi.json")).unwrap(),
-    )
-    .unwrap();
-    let mut documented: Vec<(String, String)> = Vec::new();
-    for (path, ops) in spec["paths"].as_object().unwrap() {
-        for method in
-            ops.as_object().unwrap().keys().filter(|k| ["get", "post", "delete", "put", "patch"].contains(&k.as_str()))
-        {
-            documented.push((method.to_uppercase(), path.clone()));
-        }
-    }
-    documented.sort();
-    let mut served: Vec<(String, String)> =
-        pirn::transport::http::ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
-    served.sort();
-    assert_eq!(documented, served);
-}
-
 /// Every documented route answers (no 404/405 from the router) on a live
 /// daemon.
 #[tokio::test]

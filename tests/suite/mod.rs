@@ -20,6 +20,7 @@ mod http;
 mod inbox;
 mod interleavings;
 mod mcp;
+mod openapi;
 mod persist;
 mod preflight;
 mod protocol;

@@ -9,7 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response as HttpResponse};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
-use serde_json::json;
+
+use crate::wire::http::ErrorBody;
 
 /// Largest request body accepted (10 MiB); larger ones get 413.
 pub const MAX_BODY: usize = 10 * 1024 * 1024;
@@ -42,7 +43,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> HttpResponse {
-        (self.status, axum::Json(json!({"error": self.code, "message": self.message}))).into_response()
+        (self.status, axum::Json(ErrorBody { error: self.code.to_owned(), message: self.message })).into_response()
     }
 }
 

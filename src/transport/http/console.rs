@@ -21,12 +21,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response as HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::App;
 use super::api::{ApiError, json_body};
 use crate::terminal::Terminals;
 use crate::terminal::console::{BACKEND, Console, ConsoleError};
+use crate::wire::http::ErrorBody;
+use crate::wire::http::console::{
+    ConsoleControl, ConsoleInfo, ConsoleList, CreateConsole, DaemonHealth, Resize, Title,
+};
+use crate::wire::http::to_json;
 
 /// Replay and live output are sent in frames of at most this many bytes.
 pub const REPLAY_CHUNK: usize = 64 * 1024;
@@ -46,33 +50,39 @@ fn local_console(app: &App, peer: SocketAddr, id: &str) -> Result<Arc<Console>, 
 }
 
 /// `GET /api/health`: ACECode's liveness probe, with the console's backend.
-pub async fn health(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(json!({
-        "guid": app.guid,
-        "pid": std::process::id(),
-        "port": app.port,
-        "version": env!("CARGO_PKG_VERSION"),
-        "cwd": std::env::current_dir().unwrap_or_default(),
-        "uptime_seconds": app.started.elapsed().as_secs(),
-        "console": app.console_health(),
-    }))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct CreateBody {
-    cwd: Option<String>,
-    title: Option<String>,
+#[utoipa::path(get, path = "/api/health", operation_id = "console_health", tag = "console",
+    summary = "ACECode's liveness and identity probe (needs the token when the daemon has one: X-ACECode-Token or Authorization: Bearer)",
+    responses((status = 200, description = "health", body = DaemonHealth)))]
+pub async fn health(State(app): State<Arc<App>>) -> Json<DaemonHealth> {
+    Json(DaemonHealth {
+        guid: app.guid.clone(),
+        pid: std::process::id(),
+        port: app.port,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        cwd: std::env::current_dir().unwrap_or_default().to_string_lossy().into_owned(),
+        uptime_seconds: app.started.elapsed().as_secs(),
+        console: app.console_health(),
+    })
 }
 
 /// `POST /api/pty` → 201 session info; 429 at the limit; 400 bad `cwd`.
+#[utoipa::path(post, path = "/api/pty", operation_id = "create_console", tag = "console",
+    summary = "ACECode console: start $SHELL (or --console-shell) on a new PTY",
+    request_body = CreateConsole,
+    responses(
+        (status = 201, description = "created", body = ConsoleInfo),
+        (status = 400, description = "cwd is not an existing directory", body = ErrorBody),
+        (status = 403, description = "FORBIDDEN: any peer off loopback, token or not", body = ErrorBody),
+        (status = 404, description = "pirn serve runs without --terminals", body = ErrorBody),
+        (status = 429, description = "TOO_MANY_CONSOLES: 16 exist (exited ones count until deleted)", body = ErrorBody),
+        (status = 500, description = "CONSOLE_FAILED: the shell did not start", body = ErrorBody)))]
 pub async fn create(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     body: Body,
 ) -> Result<HttpResponse, ApiError> {
     let terminals = local(&app, peer)?;
-    let body: CreateBody = json_body(body).await?;
+    let body: CreateConsole = json_body(body).await?;
     let cwd = match body.cwd.filter(|c| !c.is_empty()) {
         Some(c) => c.into(),
         None => std::env::current_dir().map_err(|e| ApiError::bad_request(format!("no daemon cwd: {e}")))?,
@@ -91,16 +101,27 @@ pub async fn create(
 }
 
 /// `GET /api/pty` → `{backend, sessions}`.
+#[utoipa::path(get, path = "/api/pty", operation_id = "list_consoles", tag = "console", summary = "ACECode console: list consoles",
+    responses(
+        (status = 200, description = "consoles", body = ConsoleList),
+        (status = 403, description = "FORBIDDEN: any peer off loopback, token or not", body = ErrorBody),
+        (status = 404, description = "pirn serve runs without --terminals", body = ErrorBody)))]
 pub async fn list(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ConsoleList>, ApiError> {
     let terminals = local(&app, peer)?;
-    let sessions: Vec<Value> = terminals.consoles.list().iter().map(|c| c.info()).collect();
-    Ok(Json(json!({"backend": BACKEND, "sessions": sessions})))
+    let sessions = terminals.consoles.list().iter().map(|c| c.info()).collect();
+    Ok(Json(ConsoleList { backend: BACKEND.to_owned(), sessions }))
 }
 
 /// `DELETE /api/pty/{id}` → 204, the shell killed.
+#[utoipa::path(delete, path = "/api/pty/{id}", operation_id = "delete_console", tag = "console", summary = "ACECode console: kill the shell and forget the console",
+    params(("id" = String, Path, description = "console id (pty-…)")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "FORBIDDEN: any peer off loopback, token or not", body = ErrorBody),
+        (status = 404, description = "unknown console, or terminals off", body = ErrorBody)))]
 pub async fn delete(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -114,13 +135,15 @@ pub async fn delete(
     }
 }
 
-#[derive(Deserialize)]
-pub struct ResizeBody {
-    cols: u64,
-    rows: u64,
-}
-
 /// `POST /api/pty/{id}/resize` `{cols, rows}`, each 2..=1000 → 204.
+#[utoipa::path(post, path = "/api/pty/{id}/resize", operation_id = "resize_console", tag = "console", summary = "ACECode console: set the window size (the shell gets SIGWINCH)",
+    params(("id" = String, Path, description = "console id (pty-…)")),
+    request_body = Resize,
+    responses(
+        (status = 204, description = "resized"),
+        (status = 400, description = "cols or rows outside 2..1000", body = ErrorBody),
+        (status = 403, description = "FORBIDDEN: any peer off loopback, token or not", body = ErrorBody),
+        (status = 404, description = "unknown console, or terminals off", body = ErrorBody)))]
 pub async fn resize(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -128,7 +151,7 @@ pub async fn resize(
     body: Body,
 ) -> Result<StatusCode, ApiError> {
     let c = local_console(&app, peer, &id)?;
-    let ResizeBody { cols, rows } = json_body(body).await?;
+    let Resize { cols, rows } = json_body(body).await?;
     if !(2..=1000).contains(&cols) || !(2..=1000).contains(&rows) {
         return Err(ApiError::bad_request(format!("cols and rows must be 2..1000, not {cols}x{rows}")));
     }
@@ -136,12 +159,14 @@ pub async fn resize(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-pub struct TitleBody {
-    title: String,
-}
-
 /// `POST /api/pty/{id}/title` `{title}` → 204 (blank titles ignored).
+#[utoipa::path(post, path = "/api/pty/{id}/title", operation_id = "set_console_title", tag = "console", summary = "ACECode console: set the title (blank ignored; cut to 200 bytes at a character boundary)",
+    params(("id" = String, Path, description = "console id (pty-…)")),
+    request_body = Title,
+    responses(
+        (status = 204, description = "set"),
+        (status = 403, description = "FORBIDDEN: any peer off loopback, token or not", body = ErrorBody),
+        (status = 404, description = "unknown console, or terminals off", body = ErrorBody)))]
 pub async fn title(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -149,7 +174,7 @@ pub async fn title(
     body: Body,
 ) -> Result<StatusCode, ApiError> {
     let c = local_console(&app, peer, &id)?;
-    let TitleBody { title } = json_body(body).await?;
+    let Title { title } = json_body(body).await?;
     c.set_title(&title);
     Ok(StatusCode::NO_CONTENT)
 }
@@ -161,6 +186,16 @@ pub struct CursorQuery {
 
 /// `WS /ws/pty/{id}?cursor=N`: replay from N (0 when absent, none for -1),
 /// `{"cursor": end}`, then live output; input bytes go to the shell.
+#[utoipa::path(get, path = "/ws/pty/{id}", operation_id = "console_websocket", tag = "console",
+    summary = "ACECode console WebSocket: raw bytes both ways; server frames starting with 0x00 are control frames (ConsoleControl JSON): {cursor} after the replay, {exit_code} when the shell exits; replay in frames of at most 64 KiB",
+    params(
+        ("id" = String, Path, description = "console id (pty-…)"),
+        ("cursor" = Option<i64>, Query, description = "byte cursor to replay from (an evicted one replays the whole 2 MB buffer); -1 skips the backlog"),
+        ("token" = Option<String>, Query, description = "the daemon's token, for clients that cannot set headers on a WebSocket")),
+    responses(
+        (status = 101, description = "switching protocols"),
+        (status = 403, description = "FORBIDDEN: any peer off loopback, token or not", body = ErrorBody),
+        (status = 404, description = "unknown console, or terminals off", body = ErrorBody)))]
 pub async fn websocket(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -196,12 +231,12 @@ async fn attach(mut socket: WebSocket, c: Arc<Console>, cursor: i64, shutdown: t
                     }
                     if !synced {
                         synced = true;
-                        if !send_control(&mut socket, json!({"cursor": cursor})).await {
+                        if !send_control(&mut socket, ConsoleControl::Cursor { cursor }).await {
                             return;
                         }
                     }
                     if let Some(code) = chunk.exit_code {
-                        send_control(&mut socket, json!({"exit_code": code})).await;
+                        send_control(&mut socket, ConsoleControl::Exit { exit_code: code }).await;
                         let _ = socket.send(Message::Close(None)).await;
                         return;
                     }
@@ -233,8 +268,8 @@ async fn send_output(socket: &mut WebSocket, bytes: &[u8]) -> bool {
     start == bytes.len() || socket.send(Message::Binary(Bytes::copy_from_slice(&bytes[start..]))).await.is_ok()
 }
 
-async fn send_control(socket: &mut WebSocket, body: Value) -> bool {
+async fn send_control(socket: &mut WebSocket, body: ConsoleControl) -> bool {
     let mut frame = vec![0u8];
-    frame.extend_from_slice(body.to_string().as_bytes());
+    frame.extend_from_slice(to_json(&body).as_bytes());
     socket.send(Message::Binary(frame.into())).await.is_ok()
 }

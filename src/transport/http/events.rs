@@ -21,6 +21,7 @@ use super::{App, KEEPALIVE};
 use crate::store::StoreError;
 use crate::store::fold::lines_after;
 use crate::transport::hub::{Frame, ReplayError};
+use crate::wire::http::ErrorBody;
 
 struct FrameStream {
     replay: VecDeque<Arc<Frame>>,
@@ -78,6 +79,16 @@ pub fn frame_stream(
 /// issued). The hub's ring serves a live session; the session log serves a
 /// session not live on this host and a replay the ring has evicted (412
 /// only when neither has it).
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", operation_id = "session_events", tag = "sessions",
+    summary = "Everything the session emits, for any number of independent subscribers; a stored session not live here is followed through its log (new frames as any host stores them)",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("Last-Event-ID" = Option<String>, Header, description = "replay the frames after this id: from the ring buffer (4,096 frames), else from the session log")),
+    responses(
+        (status = 200, description = "SSE frames: `id:` the session-wide frame number, `event:` the event name (content_delta, tool_start, …, result), `data:` the JSON line the stdio worker would write (protocol/response.schema.json); a `:keepalive` comment every 15 s", content_type = "text/event-stream", body = String),
+        (status = 400, description = "BAD_LAST_EVENT_ID: malformed or never issued", body = ErrorBody),
+        (status = 404, description = "neither live on this server nor stored", body = ErrorBody),
+        (status = 412, description = "EVICTED: the frames after Last-Event-ID are neither in the ring buffer nor in the session log", body = ErrorBody)))]
 pub async fn events(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,

@@ -15,7 +15,6 @@ use axum::extract::{Path, Query, State};
 use axum::response::sse::Event as SseEvent;
 use futures_util::Stream;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +23,8 @@ use super::api::ApiError;
 use super::sessions::store_error;
 use crate::store::fold::{fold, lines_after};
 use crate::store::{Appended, Store, Stored};
+use crate::wire::http::ErrorBody;
+use crate::wire::http::sessions::{History, HistoryEvent};
 
 #[derive(Deserialize)]
 pub struct Since {
@@ -36,22 +37,30 @@ pub struct Since {
 /// emitted line; with `since=N` `{events}` after frame N only. Each event
 /// is `{seq, event, data}` (`seq`: the SSE id; `data`: the line's object).
 /// 404 when the session is not stored (or persistence is off).
+#[utoipa::path(get, path = "/v1/sessions/{id}/messages", operation_id = "session_messages", tag = "sessions",
+    summary = "A stored session's history (the ACECode daemon's messages?since=N contract)",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("since" = Option<u64>, Query, description = "0 (default): the conversation and every event; N: only the events after frame N")),
+    responses(
+        (status = 200, description = "since=0: {messages, events}; since=N: {events}", body = History),
+        (status = 404, description = "not stored, or persistence is off", body = ErrorBody),
+        (status = 503, description = "STORE_UNAVAILABLE", body = ErrorBody)))]
 pub async fn messages(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Query(q): Query<Since>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<History>, ApiError> {
     let store = app.env.store.as_ref().ok_or_else(|| ApiError::not_found("persistence is off in this server"))?;
     let entries = store.load(&id, 0).await.map_err(store_error)?;
-    let events: Vec<Value> = lines_after(&entries, q.since)
+    let events: Vec<HistoryEvent> = lines_after(&entries, q.since)
         .into_iter()
-        .map(|(seq, data, event)| json!({"seq": seq, "event": event, "data": data}))
+        .map(|(seq, data, event)| HistoryEvent { seq, event: event.to_owned(), data: data.clone() })
         .collect();
-    if q.since > 0 {
-        return Ok(axum::Json(json!({"events": events})));
-    }
-    let messages = fold(&entries).messages;
-    Ok(axum::Json(json!({"messages": messages, "events": events})))
+    // The conversation in chat-completions format (async-openai's types).
+    let chat = |m| serde_json::to_value(m).unwrap_or(serde_json::Value::Null);
+    let messages = (q.since == 0).then(|| fold(&entries).messages.into_iter().map(chat).collect());
+    Ok(axum::Json(History { messages, events }))
 }
 
 struct Follow {

@@ -25,12 +25,17 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response as HttpResponse};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde::Deserialize;
 use tokio::sync::broadcast;
 
 use super::App;
 use super::api::{ApiError, BodyError, json_body, read_limited};
+use crate::wire::http::ErrorBody;
+use crate::wire::http::inbox::{
+    Deliver, InboxEvent, InboxList, InboxStatus, StreamPing, StreamReady, Webhook, WebhookAccepted, WebhookError,
+    WebhookSettings,
+};
+use crate::wire::http::to_json;
 
 /// Largest webhook body (bytes), as stringd.
 pub const MAX_WEBHOOK_BODY: usize = 64 * 1024;
@@ -38,33 +43,6 @@ pub const MAX_WEBHOOK_BODY: usize = 64 * 1024;
 pub const MAX_EVENTS: usize = 1000;
 /// `ping` interval of `/v1/events/stream`.
 pub const PING: Duration = Duration::from_secs(15);
-
-/// What an inbox event does besides waiting in the inbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Deliver {
-    /// It waits in the inbox until acknowledged.
-    #[default]
-    Queue,
-    /// It becomes a queued send of the session (its text is the message).
-    Send,
-}
-
-/// One inbox event, as `GET …/inbox` and the stream show it.
-#[derive(Debug, Clone, Serialize)]
-pub struct InboxEvent {
-    pub id: String,
-    pub session_id: String,
-    /// stringd's name for the owner (here the session).
-    #[serde(rename = "agentId")]
-    pub agent_id: String,
-    #[serde(rename = "receivedAt")]
-    pub received_at: String,
-    pub source: &'static str,
-    pub text: String,
-    /// `pending`, `sent` (queued as a send) or `acked`.
-    pub status: &'static str,
-}
 
 #[derive(Default)]
 struct SessionInbox {
@@ -117,47 +95,53 @@ fn new_token() -> String {
 
 /// The webhook's description; its URL uses the host the client reached
 /// the daemon by (its `Host` header), else the listening address.
-fn webhook_json(app: &App, headers: &HeaderMap, session_id: &str, inbox: &SessionInbox) -> Value {
+fn webhook(app: &App, headers: &HeaderMap, session_id: &str, inbox: &SessionInbox) -> Webhook {
     let token = inbox.token.as_deref().unwrap_or("");
     let host = headers.get("host").and_then(|h| h.to_str().ok()).map_or_else(|| app.local_addr.clone(), str::to_owned);
-    json!({
-        "session_id": session_id,
-        "webhook_url": format!("http://{host}/webhook/{token}"),
-        "deliver": inbox.deliver,
-    })
+    Webhook {
+        session_id: session_id.to_owned(),
+        webhook_url: format!("http://{host}/webhook/{token}"),
+        deliver: inbox.deliver,
+    }
 }
 
 /// `GET /v1/sessions/{id}/webhook`: creates the webhook once, then shows it.
+#[utoipa::path(get, path = "/v1/sessions/{id}/webhook", operation_id = "get_webhook", tag = "inbox",
+    summary = "The session's webhook, created on first call (stringd's local webhook)",
+    params(("id" = String, Path, description = "session_id")),
+    responses(
+        (status = 200, description = "the webhook", body = Webhook),
+        (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn show(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Webhook>, ApiError> {
     app.get(&id)?;
     let mut inboxes = app.inbox.lock();
     let inbox = inboxes.entry(id.clone()).or_default();
     inbox.token.get_or_insert_with(new_token);
-    Ok(Json(webhook_json(&app, &headers, &id, inbox)))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct RotateBody {
-    deliver: Option<Deliver>,
-    /// false: only change `deliver`, keep the URL.
-    rotate: Option<bool>,
+    Ok(Json(webhook(&app, &headers, &id, inbox)))
 }
 
 /// `POST /v1/sessions/{id}/webhook {deliver?, rotate?}`: a new token (the
 /// old URL stops at once) unless `rotate` is false; sets `deliver`.
+#[utoipa::path(post, path = "/v1/sessions/{id}/webhook", operation_id = "rotate_webhook", tag = "inbox",
+    summary = "Rotate the webhook token (the old URL stops at once) unless rotate is false; set deliver: queue (events wait in the inbox) or send (each event also becomes a queued send, its text the message, its send_id the event id)",
+    params(("id" = String, Path, description = "session_id")),
+    request_body = WebhookSettings,
+    responses(
+        (status = 200, description = "the webhook", body = Webhook),
+        (status = 400, description = "bad body", body = ErrorBody),
+        (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn rotate(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Webhook>, ApiError> {
     app.get(&id)?;
-    let body: RotateBody = json_body(body).await?;
+    let body: WebhookSettings = json_body(body).await?;
     let mut inboxes = app.inbox.lock();
     let inbox = inboxes.entry(id.clone()).or_default();
     if body.rotate != Some(false) || inbox.token.is_none() {
@@ -166,16 +150,27 @@ pub async fn rotate(
     if let Some(d) = body.deliver {
         inbox.deliver = d;
     }
-    Ok(Json(webhook_json(&app, &headers, &id, inbox)))
+    Ok(Json(webhook(&app, &headers, &id, inbox)))
 }
 
 fn webhook_error(status: StatusCode, message: String) -> HttpResponse {
-    (status, Json(json!({"error": message}))).into_response()
+    (status, Json(WebhookError { error: message })).into_response()
 }
 
 /// `POST /webhook/{token}`: text up to 64 KiB → 202 `{ok, session_id,
 /// event_id, status}`; 401 unknown token, 400 empty or not UTF-8, 413 too
 /// long, 429 when the inbox holds [`MAX_EVENTS`] unacknowledged events.
+#[utoipa::path(post, path = "/webhook/{token}", operation_id = "post_webhook", tag = "inbox",
+    summary = "Append a text event to the session's inbox; stored, never executed",
+    security(()),
+    params(("token" = String, Path, description = "wh_…; the URL is the credential (no bearer token needed)")),
+    request_body(content = String, content_type = "text/plain", description = "non-empty UTF-8 text, at most 64 KiB"),
+    responses(
+        (status = 202, description = "stored", body = WebhookAccepted),
+        (status = 400, description = "empty, whitespace-only or not UTF-8", body = WebhookError),
+        (status = 401, description = "unknown webhook token", body = WebhookError),
+        (status = 413, description = "over 65,536 bytes", body = WebhookError),
+        (status = 429, description = "the inbox holds 1,000 unacknowledged events", body = WebhookError)))]
 pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: Body) -> HttpResponse {
     let Some(session_id) = app.inbox.owner(&token) else {
         return webhook_error(StatusCode::UNAUTHORIZED, "Unknown webhook token".into());
@@ -200,9 +195,9 @@ pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: 
         session_id: session_id.clone(),
         agent_id: session_id.clone(),
         received_at: iso_utc(SystemTime::now()),
-        source: "local-webhook",
+        source: "local-webhook".to_owned(),
         text,
-        status: "pending",
+        status: InboxStatus::Pending,
     };
     let deliver = app.inbox.lock().get(&session_id).map(|i| i.deliver).unwrap_or_default();
     if deliver == Deliver::Send
@@ -210,7 +205,7 @@ pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: 
     {
         let message = format!("[webhook event {event_id}]\n{}", event.text);
         match s.session.send(event_id.clone(), message) {
-            Ok(()) => event.status = "sent",
+            Ok(()) => event.status = InboxStatus::Sent,
             Err(e) => tracing::warn!("webhook event {event_id} stays in the inbox: {e}"),
         }
     }
@@ -220,7 +215,7 @@ pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: 
             return webhook_error(StatusCode::UNAUTHORIZED, "Unknown webhook token".into());
         };
         if inbox.events.len() >= MAX_EVENTS {
-            match inbox.events.iter().position(|e| e.status != "pending") {
+            match inbox.events.iter().position(|e| e.status != InboxStatus::Pending) {
                 Some(i) => {
                     inbox.events.remove(i);
                 }
@@ -235,7 +230,7 @@ pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: 
         inbox.events.push_back(event.clone());
     }
     let _ = app.inbox.live.send(event.clone());
-    let body = json!({"ok": true, "session_id": session_id, "event_id": event_id, "status": event.status});
+    let body = WebhookAccepted { ok: true, session_id, event_id, status: event.status };
     (StatusCode::ACCEPTED, Json(body)).into_response()
 }
 
@@ -243,25 +238,42 @@ pub async fn post(State(app): State<Arc<App>>, Path(token): Path<String>, body: 
 #[serde(default)]
 pub struct InboxQuery {
     /// `pending`, `sent` or `acked`; all when absent.
-    status: Option<String>,
+    status: Option<InboxStatus>,
 }
 
 /// `GET /v1/sessions/{id}/inbox[?status=pending]` → `{events}`, oldest first.
+#[utoipa::path(get, path = "/v1/sessions/{id}/inbox", operation_id = "list_inbox", tag = "inbox",
+    summary = "The session's inbox events, oldest first (at most 1,000; acknowledged ones are dropped first)",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("status" = Option<InboxStatus>, Query, description = "only events with this status")),
+    responses(
+        (status = 200, description = "events", body = InboxList),
+        (status = 400, description = "an unknown status", body = ErrorBody),
+        (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn list(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Query(q): Query<InboxQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<InboxList>, ApiError> {
     app.get(&id)?;
     let inboxes = app.inbox.lock();
-    let events: Vec<&InboxEvent> = inboxes
+    let events: Vec<InboxEvent> = inboxes
         .get(&id)
-        .map(|i| i.events.iter().filter(|e| q.status.as_deref().is_none_or(|s| s == e.status)).collect())
+        .map(|i| i.events.iter().filter(|e| q.status.is_none_or(|s| s == e.status)).cloned().collect())
         .unwrap_or_default();
-    Ok(Json(json!({"events": events})))
+    Ok(Json(InboxList { events }))
 }
 
 /// `POST /v1/sessions/{id}/inbox/{event_id}/ack` → 204 (404 unknown).
+#[utoipa::path(post, path = "/v1/sessions/{id}/inbox/{event_id}/ack", operation_id = "ack_inbox_event", tag = "inbox",
+    summary = "Acknowledge an inbox event (status acked)",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("event_id" = String, Path, description = "the event's id (evt_…)")),
+    responses(
+        (status = 204, description = "acknowledged"),
+        (status = 404, description = "unknown session or event", body = ErrorBody)))]
 pub async fn ack(
     State(app): State<Arc<App>>,
     Path((id, event_id)): Path<(String, String)>,
@@ -271,7 +283,7 @@ pub async fn ack(
     let event = inboxes.get_mut(&id).and_then(|i| i.events.iter_mut().find(|e| e.id == event_id));
     match event {
         Some(e) => {
-            e.status = "acked";
+            e.status = InboxStatus::Acked;
             Ok(StatusCode::NO_CONTENT)
         }
         None => Err(ApiError::not_found(format!("no event {event_id:?} in this inbox"))),
@@ -287,6 +299,14 @@ pub struct StreamQuery {
 /// `GET /v1/events/stream`: new inbox events of one session (`X-Agent-Id`
 /// header, as stringd, or `?session_id=`) or of all; `ready` first, `ping`
 /// every 15 s.
+#[utoipa::path(get, path = "/v1/events/stream", operation_id = "inbox_stream", tag = "inbox",
+    summary = "SSE of inbox events appended after the stream opens: `ready` (StreamReady), then `event` (InboxEvent) per event, `ping` (StreamPing) every 15 s",
+    params(
+        ("session_id" = Option<String>, Query, description = "only this session's events (or the X-Agent-Id header, as stringd); all sessions when neither"),
+        ("X-Agent-Id" = Option<String>, Header, description = "stringd's way to name the one session followed")),
+    responses(
+        (status = 200, description = "SSE: events `ready`, `event`, `ping`; data: the JSON of StreamReady, InboxEvent, StreamPing", content_type = "text/event-stream", body = String),
+        (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn stream(
     State(app): State<Arc<App>>,
     Query(q): Query<StreamQuery>,
@@ -297,7 +317,8 @@ pub async fn stream(
     if let Some(id) = &only {
         app.get(id)?;
     }
-    let ready = SseEvent::default().event("ready").data(json!({"agent_id": only, "session_id": only}).to_string());
+    let ready = StreamReady { agent_id: only.clone(), session_id: only.clone() };
+    let ready = SseEvent::default().event("ready").data(to_json(&ready));
     let state = Follow {
         rx: app.inbox.live.subscribe(),
         ping: tokio::time::interval_at(tokio::time::Instant::now() + PING, PING),
@@ -332,14 +353,15 @@ impl Follow {
             tokio::select! {
                 e = self.rx.recv() => match e {
                     Ok(e) if self.only.as_deref().is_none_or(|s| s == e.session_id) => {
-                        return Some(SseEvent::default().event("event").data(serde_json::to_string(&e).unwrap_or_default()));
+                        return Some(SseEvent::default().event("event").data(to_json(&e)));
                     }
                     // Another session's event, or events missed by a slow reader.
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },
                 _ = self.ping.tick() => {
-                    return Some(SseEvent::default().event("ping").data(json!({"t": iso_utc(SystemTime::now())}).to_string()));
+                    let ping = StreamPing { t: iso_utc(SystemTime::now()) };
+                    return Some(SseEvent::default().event("ping").data(to_json(&ping)));
                 }
                 () = self.shutdown.cancelled() => return None,
             }

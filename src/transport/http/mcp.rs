@@ -29,11 +29,12 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{App, HttpSession};
 use crate::config::DEFAULT_SYSTEM_PROMPT;
 use crate::wire::InitConfig;
+use crate::wire::http::mcp::RunOutput;
 
 /// `pirn_run`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -223,18 +224,19 @@ fn answer(result: &Value, session_id: &str, send_id: &str) -> CallToolResult {
         let e = &result["error"];
         format!("{}: {}", e["code"].as_str().unwrap_or("error"), e["message"].as_str().unwrap_or(""))
     };
-    let structured = json!({
-        "session_id": session_id,
-        "send_id": send_id,
-        "status": result["status"],
-        "stop_reason": result["stop_reason"],
-        "response": result["response"],
-    });
+    let field = |name: &str| result[name].as_str().map(str::to_owned);
+    let structured = RunOutput {
+        session_id: session_id.to_owned(),
+        send_id: send_id.to_owned(),
+        status: field("status"),
+        stop_reason: field("stop_reason"),
+        response: field("response"),
+    };
     let mut out = if ok {
         CallToolResult::success(vec![ContentBlock::text(text)])
     } else {
         CallToolResult::error(vec![ContentBlock::text(text)])
     };
-    out.structured_content = Some(structured);
+    out.structured_content = serde_json::to_value(structured).ok();
     out
 }

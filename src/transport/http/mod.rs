@@ -24,6 +24,7 @@ pub mod guard;
 pub mod history;
 pub mod inbox;
 pub mod mcp;
+pub mod openapi;
 pub mod sends;
 pub mod sessions;
 pub mod shell;
@@ -48,6 +49,7 @@ use crate::session::Session;
 use crate::terminal::{TerminalOptions, Terminals};
 use crate::transport::hub::Hub;
 use crate::transport::signal::shutdown_signal;
+use crate::wire::http::sessions::ConsoleAvailability;
 use api::ApiError;
 
 pub use api::{DRAIN_LIMIT, MAX_BODY};
@@ -64,6 +66,7 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/health"),
     ("POST", "/shutdown"),
+    ("GET", "/openapi.json"),
     ("GET", "/v1/sessions"),
     ("POST", "/v1/sessions"),
     ("GET", "/v1/sessions/{id}"),
@@ -219,8 +222,11 @@ impl App {
     }
 
     /// `{available, backend}`, as ACECode's health shows its console.
-    fn console_health(&self) -> serde_json::Value {
-        serde_json::json!({"available": self.terminals.is_some(), "backend": crate::terminal::console::BACKEND})
+    fn console_health(&self) -> ConsoleAvailability {
+        ConsoleAvailability {
+            available: self.terminals.is_some(),
+            backend: crate::terminal::console::BACKEND.to_owned(),
+        }
     }
 }
 
@@ -322,6 +328,7 @@ fn router(app: Arc<App>) -> Router {
     }
     router
         .route("/health", get(sessions::health))
+        .route("/openapi.json", get(openapi::openapi_json))
         .route("/api/health", get(console::health))
         .route("/shutdown", post(sessions::shutdown))
         .route("/v1/sessions", get(sessions::list_sessions).post(sessions::create_session))

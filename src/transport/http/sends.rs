@@ -9,24 +9,14 @@ use axum::http::StatusCode;
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::api::{ApiError, json_body};
 use super::events::frame_stream;
 use super::{App, HttpSession, KEEPALIVE, MAX_QUEUE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
-use crate::wire::{Decision, SendOptions};
-
-#[derive(Deserialize)]
-struct SendBody {
-    message: String,
-    #[serde(default)]
-    send_id: Option<String>,
-    /// `output_schema`, budgets, `verify_command` (as on a 0.3.0 `send`).
-    #[serde(flatten)]
-    options: SendOptions,
-}
+use crate::wire::http::ErrorBody;
+use crate::wire::http::sessions::{CancelAccepted, CancelBody, PermissionAnswer, SendBody, SendQueued};
 
 #[derive(Deserialize)]
 pub struct SendQuery {
@@ -36,6 +26,20 @@ pub struct SendQuery {
 
 /// `POST /v1/sessions/{id}/sends`: 202 `{send_id}`, or with `?stream=1`
 /// the SSE frames of that send ending with its result.
+#[utoipa::path(post, path = "/v1/sessions/{id}/sends", operation_id = "create_send", tag = "sessions",
+    summary = "Queue a send (one runs at a time; up to 5 wait; one that waits past the queue timeout ends with a queue_timeout result)",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("stream" = Option<String>, Query, description = "`1` or `true`: answer with an SSE stream of this send's frames, ending with its result (see GET …/events for the frame format). A client that disconnects while the send is queued withdraws it.")),
+    request_body = SendBody,
+    responses(
+        (status = 202, description = "queued; its frames and result follow on the session's streams", body = SendQueued),
+        (status = 200, description = "with ?stream=1: the send's SSE frames (`id:` frame number, `event:` name, `data:` a response.schema.json line), ending with its result", content_type = "text/event-stream", body = String),
+        (status = 400, description = "bad body (INVALID_REQUEST for an output_schema that does not compile)", body = ErrorBody),
+        (status = 404, description = "unknown session", body = ErrorBody),
+        (status = 409, description = "DUPLICATE_SEND_ID, or SESSION_CLOSING", body = ErrorBody),
+        (status = 413, description = "BODY_TOO_LARGE", body = ErrorBody),
+        (status = 429, description = "QUEUE_FULL: 5 sends wait already", body = ErrorBody)))]
 pub async fn create_send(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
@@ -63,7 +67,7 @@ pub async fn create_send(
         SendRejected::InvalidRequest(message) => ApiError::new(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message),
     })?;
     match live {
-        None => Ok((StatusCode::ACCEPTED, axum::Json(json!({"send_id": send_id}))).into_response()),
+        None => Ok((StatusCode::ACCEPTED, axum::Json(SendQueued { send_id })).into_response()),
         Some((_, rx)) => {
             let guard = Withdraw { session: s.clone(), send_id: Some(send_id.clone()) };
             let frames = frame_stream(Vec::new(), rx, Some(Arc::from(send_id.as_str())), Some(guard));
@@ -96,21 +100,32 @@ impl Drop for Withdraw {
     }
 }
 
-#[derive(Deserialize)]
-struct CancelBody {
-    send_id: String,
-}
-
 /// `POST /v1/sessions/{id}/cancel {send_id}` → 202; the result follows on the streams.
+#[utoipa::path(post, path = "/v1/sessions/{id}/cancel", operation_id = "cancel_send", tag = "sessions",
+    summary = "Cancel a send, running or queued; its cancelled result arrives on the streams",
+    params(("id" = String, Path, description = "session_id")),
+    request_body = CancelBody,
+    responses(
+        (status = 202, description = "accepted", body = CancelAccepted),
+        (status = 400, description = "bad body", body = ErrorBody),
+        (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn cancel(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Result<HttpResponse, ApiError> {
     let s = app.get(&id)?;
     let body: CancelBody = json_body(body).await?;
     let cancelled = s.session.cancel(&body.send_id).await;
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"send_id": body.send_id, "cancelled": cancelled}))).into_response())
+    Ok((StatusCode::ACCEPTED, axum::Json(CancelAccepted { send_id: body.send_id, cancelled })).into_response())
 }
 
 /// `POST /v1/sessions/{id}/compact` → 202 `{send_id}`: a manual compaction,
 /// queued like a send (429 when the queue is full).
+#[utoipa::path(post, path = "/v1/sessions/{id}/compact", operation_id = "compact_session", tag = "sessions",
+    summary = "Summarise the session's older conversation now (queued like a send); a context_compact event and a result with the returned id follow on the streams",
+    params(("id" = String, Path, description = "session_id")),
+    responses(
+        (status = 202, description = "queued", body = SendQueued),
+        (status = 404, description = "unknown session", body = ErrorBody),
+        (status = 409, description = "SESSION_CLOSING", body = ErrorBody),
+        (status = 429, description = "QUEUE_FULL", body = ErrorBody)))]
 pub async fn compact(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<HttpResponse, ApiError> {
     let s = app.get(&id)?;
     let send_id = format!("compact-{}", uuid::Uuid::new_v4().simple());
@@ -118,23 +133,29 @@ pub async fn compact(State(app): State<Arc<App>>, Path(id): Path<String>) -> Res
         SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
         e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
     })?;
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"send_id": send_id}))).into_response())
-}
-
-#[derive(Deserialize)]
-struct PermissionBody {
-    decision: Decision,
+    Ok((StatusCode::ACCEPTED, axum::Json(SendQueued { send_id })).into_response())
 }
 
 /// `POST /v1/sessions/{id}/permissions/{request_id} {decision}` → 204; the
 /// first answer wins (409 after it), unknown ids 404.
+#[utoipa::path(post, path = "/v1/sessions/{id}/permissions/{request_id}", operation_id = "answer_permission", tag = "sessions",
+    summary = "Answer a permission_request event; the first answer wins",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("request_id" = String, Path, description = "the permission_request event's request_id")),
+    request_body = PermissionAnswer,
+    responses(
+        (status = 204, description = "taken"),
+        (status = 400, description = "bad body", body = ErrorBody),
+        (status = 404, description = "unknown session or request", body = ErrorBody),
+        (status = 409, description = "ALREADY_ANSWERED", body = ErrorBody)))]
 pub async fn permission(
     State(app): State<Arc<App>>,
     Path((id, request_id)): Path<(String, String)>,
     body: Body,
 ) -> Result<StatusCode, ApiError> {
     let s = app.get(&id)?;
-    let body: PermissionBody = json_body(body).await?;
+    let body: PermissionAnswer = json_body(body).await?;
     match s.session.answer_permission(&request_id, body.decision) {
         Ok(()) => Ok(StatusCode::NO_CONTENT),
         Err(e @ AnswerError::AlreadyAnswered) => {

@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response as HttpResponse};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::api::{ApiError, read_body};
 use super::{App, HttpSession, MAX_QUEUE};
@@ -16,27 +16,46 @@ use crate::config::Limits;
 use crate::session::{OpenError, ResumeError, Session};
 use crate::store::StoreError;
 use crate::transport::hub::Hub;
+use crate::wire::http::ErrorBody;
+use crate::wire::http::Ok as Acknowledged;
+use crate::wire::http::sessions::{
+    CreateSession, Health, SessionCreated, SessionList, SessionListEntry, SessionStatus,
+};
 use crate::wire::{self, InitConfig, PROTOCOL_VERSION, ProtocolVersion};
 
-pub async fn health(State(app): State<Arc<App>>) -> axum::Json<Value> {
-    axum::Json(json!({
-        "ok": true,
-        "version": env!("CARGO_PKG_VERSION"),
-        "protocol_version": PROTOCOL_VERSION,
-        "sessions": app.all().len(),
-        "console": app.console_health(),
-    }))
+#[utoipa::path(get, path = "/health", operation_id = "health", tag = "daemon", summary = "Liveness; never needs a token",
+    security(()),
+    responses((status = 200, description = "the daemon is up", body = Health)))]
+pub async fn health(State(app): State<Arc<App>>) -> axum::Json<Health> {
+    axum::Json(Health {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        protocol_version: PROTOCOL_VERSION.to_owned(),
+        sessions: app.all().len() as u64,
+        console: app.console_health(),
+    })
 }
 
 /// Answers, then stops the daemon (graceful shutdown finishes this answer).
-pub async fn shutdown(State(app): State<Arc<App>>) -> axum::Json<Value> {
+#[utoipa::path(post, path = "/shutdown", operation_id = "shutdown", tag = "daemon", summary = "Answer, cancel every active send, exit 0",
+    responses((status = 200, description = "shutting down", body = crate::wire::http::Ok)))]
+pub async fn shutdown(State(app): State<Arc<App>>) -> axum::Json<Acknowledged> {
     app.shutdown.cancel();
-    axum::Json(json!({"ok": true}))
+    axum::Json(Acknowledged { ok: true })
 }
 
 /// `POST /v1/sessions`: `{protocol_version?, …init.config}`; with
 /// `resume` (or `resume_session_id`) a stored session is reopened, its
 /// stored config the base for any field the body leaves out.
+#[utoipa::path(post, path = "/v1/sessions", operation_id = "create_session", tag = "sessions", summary = "Create a session (or resume a stored one)",
+    request_body = CreateSession,
+    responses(
+        (status = 201, description = "created", body = SessionCreated),
+        (status = 400, description = "protocol_version_mismatch or protocol_error (a config pirn or this server refuses)", body = ErrorBody),
+        (status = 404, description = "resume: no such stored session", body = ErrorBody),
+        (status = 409, description = "SESSION_LIVE (already open on this server) or CANNOT_RESUME (held by another process)", body = ErrorBody),
+        (status = 413, description = "BODY_TOO_LARGE: body over 10 MiB", body = ErrorBody),
+        (status = 503, description = "TOO_MANY_SESSIONS (--max-sessions sessions are live) or STORE_UNAVAILABLE", body = ErrorBody)))]
 pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<HttpResponse, ApiError> {
     let bytes = read_body(body).await?;
     let invalid = |e: &dyn std::fmt::Display| {
@@ -61,11 +80,11 @@ pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<H
         }
         body = with_stored_config(&app, &id, body).await?;
     }
-    let config: InitConfig = serde_json::from_value(Value::Object(body)).map_err(|e| invalid(&e))?;
-    let s = open_session(&app, &requested, config).await?;
-    let id = s.session.config().session_id.clone();
-    let version = s.session.config().version.as_str();
-    Ok((StatusCode::CREATED, axum::Json(json!({"session_id": id, "protocol_version": version}))).into_response())
+    let body: CreateSession = serde_json::from_value(Value::Object(body)).map_err(|e| invalid(&e))?;
+    let s = open_session(&app, &requested, body.config).await?;
+    let session_id = s.session.config().session_id.clone();
+    let protocol_version = s.session.config().version.as_str().to_owned();
+    Ok((StatusCode::CREATED, axum::Json(SessionCreated { session_id, protocol_version })).into_response())
 }
 
 /// Opens a session asking for protocol `requested` and adds it to the live
@@ -171,53 +190,76 @@ pub fn store_error(e: StoreError) -> ApiError {
     }
 }
 
-fn status_json(s: &HttpSession) -> Value {
+fn status(s: &HttpSession) -> SessionStatus {
     let st = s.session.status(String::new());
-    let mut v = json!({
-        "session_id": st.session_id,
-        "model": st.model,
-        "messages_count": st.messages_count,
-        "active": st.active,
-        "queue_length": st.queue_length,
-    });
-    if let Some(sends) = st.interrupted {
-        v["interrupted"] = json!(sends);
+    SessionStatus {
+        session_id: st.session_id,
+        model: st.model,
+        messages_count: st.messages_count,
+        active: st.active,
+        queue_length: st.queue_length.unwrap_or(0),
+        interrupted: st.interrupted,
     }
-    v
 }
 
 /// `GET /v1/sessions`: the live sessions (with `live: true` and their
 /// status), then the stored ones not live here (`live` says whether some
 /// process holds them), each with `title`, `model`, `created_ms`,
 /// `updated_ms` when stored.
-pub async fn list_sessions(State(app): State<Arc<App>>) -> Result<axum::Json<Value>, ApiError> {
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", tag = "sessions", summary = "List live and stored sessions",
+    responses(
+        (status = 200, description = "the live sessions, then the stored ones not live here", body = SessionList),
+        (status = 503, description = "STORE_UNAVAILABLE: the session store cannot be read", body = ErrorBody)))]
+pub async fn list_sessions(State(app): State<Arc<App>>) -> Result<axum::Json<SessionList>, ApiError> {
     let stored = match &app.env.store {
         Some(store) => store.list().await.map_err(store_error)?,
         None => Vec::new(),
     };
     let live = app.all();
-    let mut out: Vec<Value> = Vec::with_capacity(live.len() + stored.len());
+    let mut sessions = Vec::with_capacity(live.len() + stored.len());
     for s in &live {
-        let mut v = status_json(s);
-        v["live"] = Value::Bool(true);
-        if let Some(info) = stored.iter().find(|i| i.session_id == s.session.config().session_id) {
-            v["title"] = json!(info.title);
-            v["created_ms"] = json!(info.created_ms);
-            v["updated_ms"] = json!(info.updated_ms);
-        }
-        out.push(v);
+        let st = status(s);
+        let info = stored.iter().find(|i| i.session_id == st.session_id);
+        sessions.push(SessionListEntry {
+            session_id: st.session_id,
+            model: st.model,
+            live: true,
+            title: info.map(|i| i.title.clone()),
+            created_ms: info.map(|i| i.created_ms),
+            updated_ms: info.map(|i| i.updated_ms),
+            messages_count: Some(st.messages_count),
+            active: Some(st.active),
+            queue_length: Some(st.queue_length),
+            interrupted: st.interrupted,
+        });
     }
     let here = |id: &str| live.iter().any(|s| s.session.config().session_id == id);
-    out.extend(stored.iter().filter(|i| !here(&i.session_id)).map(|i| json!(i)));
-    Ok(axum::Json(json!({"sessions": out})))
+    sessions.extend(stored.into_iter().filter(|i| !here(&i.session_id)).map(|i| SessionListEntry {
+        session_id: i.session_id,
+        model: i.model,
+        live: i.live,
+        title: Some(i.title),
+        created_ms: Some(i.created_ms),
+        updated_ms: Some(i.updated_ms),
+        messages_count: None,
+        active: None,
+        queue_length: None,
+        interrupted: None,
+    }));
+    Ok(axum::Json(SessionList { sessions }))
 }
 
+#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "get_session", tag = "sessions", summary = "A live session's status",
+    params(("id" = String, Path, description = "session_id")),
+    responses(
+        (status = 200, description = "status", body = SessionStatus),
+        (status = 404, description = "NOT_FOUND: not live on this server", body = ErrorBody)))]
 pub async fn session_status(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<SessionStatus>, ApiError> {
     let s = app.get(&id)?;
-    Ok(axum::Json(status_json(&s)))
+    Ok(axum::Json(status(&s)))
 }
 
 #[derive(Deserialize)]
@@ -228,6 +270,15 @@ pub struct DeleteQuery {
 
 /// Cancels what runs and queues (their results reach the streams), then
 /// frees the session; its log stays (it can be resumed) unless `?purge=true`.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", operation_id = "delete_session", tag = "sessions",
+    summary = "Cancel what runs and queues, free the session; its log stays (resumable) unless purge",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("purge" = Option<bool>, Query, description = "also delete the stored log (default false: kept, the session can be resumed)")),
+    responses(
+        (status = 204, description = "closed"),
+        (status = 404, description = "neither live nor stored", body = ErrorBody),
+        (status = 409, description = "SESSION_BUSY: purge of a log another process holds", body = ErrorBody)))]
 pub async fn delete_session(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,

@@ -26,6 +26,7 @@ use super::api::ApiError;
 use crate::terminal::process::{Event, Events, InputError, Output, Process};
 use crate::terminal::shell::{self as proto, Confinement, Frame};
 use crate::terminal::{ShellSlot, Terminals};
+use crate::wire::http::ErrorBody;
 
 /// How long a client has to send META.
 pub const META_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +38,17 @@ pub struct ShellQuery {
     mode: Option<String>,
 }
 
+#[utoipa::path(get, path = "/agents/{agent_id}/shell", operation_id = "shell_websocket", tag = "console",
+    summary = "muti's shell WebSocket (subprotocol muti-shell), as muti-shell-websocket-api.md describes it: binary frames with a type byte (META 0x01, ACK 0x02, STDIN 0x03, STDOUT 0x04, STDERR 0x05, RESIZE 0x06, SIGNAL 0x07, EXIT 0x08, ERROR 0x09). Refusals (command off --shell-allow, wrong --shell-password, --shell-max-sessions reached, work_dir outside the workspace and allowed paths, unknown session) are ERROR then close 1002. Requires --terminals; loopback peers only unless --terminals-remote.",
+    params(
+        ("agent_id" = String, Path, description = "session_id whose workspace is the default work_dir"),
+        ("mode" = Option<String>, Query, description = "`tty` (a PTY) or `stream` (pipes)"),
+        ("token" = Option<String>, Query, description = "the daemon's token, for clients that cannot set headers on a WebSocket")),
+    responses(
+        (status = 101, description = "switching protocols"),
+        (status = 400, description = "bad mode", body = ErrorBody),
+        (status = 403, description = "peer off loopback without --terminals-remote", body = ErrorBody),
+        (status = 404, description = "pirn serve runs without --terminals", body = ErrorBody)))]
 pub async fn shell(
     State(app): State<Arc<App>>,
     Path(agent_id): Path<String>,

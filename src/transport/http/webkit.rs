@@ -32,8 +32,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response as HttpResponse};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::api::{ApiError, json_body};
@@ -41,21 +40,17 @@ use super::{App, HttpSession, KEEPALIVE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::transport::hub::{Frame, ReplayError};
-use crate::wire::{ApprovalMode, Decision, InitConfig};
+use crate::wire::http::ErrorBody;
+use crate::wire::http::sessions::SessionCreated;
+use crate::wire::http::to_json;
+use crate::wire::http::webkit::{
+    AssistantMessage, CreateWebkitSession, Done, Input, MessageComplete, MessageDelta, PermissionContext,
+    PermissionRequest, SessionReady, TextBlock, ToolResult, ToolUse, WebkitError, WebkitResult,
+};
+use crate::wire::{ApprovalMode, Decision, InitConfig, OutgoingMessage, Status};
 
 /// The protocol version this module speaks.
 pub const PROTOCOL_VERSION: &str = "1.0";
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct CreateBody {
-    model: Option<String>,
-    permission_mode: Option<String>,
-    cwd: Option<String>,
-    /// pirn's own additions: the tools (default all six) and system prompt.
-    tools: Option<Vec<String>>,
-    system_prompt: Option<String>,
-}
 
 /// agent-webkit's (the Claude Agent SDK's) permission modes, or pirn's.
 fn approval_mode(mode: &str) -> Option<ApprovalMode> {
@@ -68,8 +63,15 @@ fn approval_mode(mode: &str) -> Option<ApprovalMode> {
 }
 
 /// `POST /agent-webkit/sessions` → `{session_id, protocol_version: "1.0"}`.
-pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Value>, ApiError> {
-    let body: CreateBody = json_body(body).await?;
+#[utoipa::path(post, path = "/agent-webkit/sessions", operation_id = "webkit_create_session", tag = "agent-webkit",
+    summary = "agent-webkit 1.0: create a session (a pirn session, also visible at /v1/sessions)",
+    request_body = CreateWebkitSession,
+    responses(
+        (status = 200, description = "created (protocol_version is agent-webkit's 1.0)", body = SessionCreated),
+        (status = 400, description = "bad permission_mode or config", body = ErrorBody),
+        (status = 503, description = "TOO_MANY_SESSIONS", body = ErrorBody)))]
+pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<SessionCreated>, ApiError> {
+    let body: CreateWebkitSession = json_body(body).await?;
     let mode = match body.permission_mode.as_deref() {
         None => None,
         Some(m) => {
@@ -87,11 +89,18 @@ pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Valu
         ..InitConfig::default()
     };
     let s = super::sessions::open_session(&app, crate::wire::PROTOCOL_VERSION, config).await?;
-    Ok(Json(json!({"session_id": s.session.config().session_id, "protocol_version": PROTOCOL_VERSION})))
+    let session_id = s.session.config().session_id.clone();
+    Ok(Json(SessionCreated { session_id, protocol_version: PROTOCOL_VERSION.to_owned() }))
 }
 
 /// `DELETE /agent-webkit/sessions/{id}`: cancels what runs, closes the
 /// session; every subscriber gets `done` and its stream ends. 204.
+#[utoipa::path(delete, path = "/agent-webkit/sessions/{id}", operation_id = "webkit_delete_session", tag = "agent-webkit",
+    summary = "agent-webkit 1.0: cancel and close the session; every subscriber gets done",
+    params(("id" = String, Path, description = "session_id")),
+    responses(
+        (status = 204, description = "closed"),
+        (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     match super::sessions::close_session(&app, &id).await {
         Some(_) => Ok(StatusCode::NO_CONTENT),
@@ -99,37 +108,19 @@ pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resu
     }
 }
 
-/// One inbound message.
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Input {
-    UserMessage {
-        content: Value,
-    },
-    Interrupt,
-    PermissionResponse {
-        correlation_id: String,
-        behavior: String,
-        #[serde(default)]
-        interrupt: bool,
-    },
-    QuestionResponse {
-        correlation_id: String,
-    },
-    SetPermissionMode {
-        mode: String,
-    },
-    SetModel {
-        model: Option<String>,
-    },
-    StopTask {
-        task_id: String,
-    },
-}
-
 /// `POST /agent-webkit/sessions/{id}/input` → 204; 409 when a permission
 /// was already answered; 404 unknown session, request or task; 400 bad
 /// message; 429 queue full.
+#[utoipa::path(post, path = "/agent-webkit/sessions/{id}/input", operation_id = "webkit_input", tag = "agent-webkit",
+    summary = "agent-webkit 1.0 inbound message",
+    params(("id" = String, Path, description = "session_id")),
+    request_body = Input,
+    responses(
+        (status = 204, description = "taken"),
+        (status = 400, description = "unknown type, image content, empty message, bad mode", body = ErrorBody),
+        (status = 404, description = "unknown session, permission request, question or task", body = ErrorBody),
+        (status = 409, description = "ALREADY_ANSWERED (first reply wins), or SESSION_CLOSING", body = ErrorBody),
+        (status = 429, description = "QUEUE_FULL", body = ErrorBody)))]
 pub async fn input(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Result<StatusCode, ApiError> {
     let s = app.get(&id)?;
     let input: Input = json_body(body).await?;
@@ -203,6 +194,16 @@ fn user_text(content: &Value) -> Result<String, ApiError> {
 }
 
 /// `GET /agent-webkit/sessions/{id}/stream`: SSE, see the module doc.
+#[utoipa::path(get, path = "/agent-webkit/sessions/{id}/stream", operation_id = "webkit_stream", tag = "agent-webkit",
+    summary = "agent-webkit 1.0 SSE: session_ready (id 0), message_delta, message_complete, tool_use, tool_result, permission_request, error, result, done; ids 4·frame + k (monotonic); :keepalive every 15 s; multi-subscriber",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("Last-Event-ID" = Option<String>, Header, description = "resume after this event id (a non-negative integer)")),
+    responses(
+        (status = 200, description = "SSE; each event's data is the JSON of the schema of its name: SessionReady, MessageDelta, MessageComplete, ToolUse, ToolResult, PermissionRequest, WebkitError (`error`), WebkitResult (`result`), Done", content_type = "text/event-stream", body = String),
+        (status = 400, description = "Last-Event-ID is not a non-negative integer", body = ErrorBody),
+        (status = 404, description = "unknown session", body = ErrorBody),
+        (status = 412, description = "EVICTED: the events after Last-Event-ID left the ring", body = ErrorBody)))]
 pub async fn stream(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
@@ -265,7 +266,8 @@ impl Stream {
     async fn next(&mut self) -> Option<SseEvent> {
         if self.ready {
             self.ready = false;
-            let data = json!({"session_id": self.s.session.config().session_id, "protocol_version": PROTOCOL_VERSION});
+            let session_id = self.s.session.config().session_id.clone();
+            let data = to_json(&SessionReady { session_id, protocol_version: PROTOCOL_VERSION.to_owned() });
             return Some(event(0, "session_ready", &data));
         }
         loop {
@@ -283,7 +285,7 @@ impl Stream {
                     Err(broadcast::error::RecvError::Lagged(_)) => return None,
                     Err(broadcast::error::RecvError::Closed) => {
                         self.done = true;
-                        return Some(event((self.last_frame + 1) * 4, "done", &json!({})));
+                        return Some(event((self.last_frame + 1) * 4, "done", &to_json(&Done {})));
                     }
                 },
             };
@@ -298,63 +300,75 @@ impl Stream {
     }
 }
 
-fn event(id: u64, name: &str, data: &Value) -> SseEvent {
-    SseEvent::default().id(id.to_string()).event(name).data(data.to_string())
+fn event(id: u64, name: &str, data: &str) -> SseEvent {
+    SseEvent::default().id(id.to_string()).event(name).data(data)
 }
 
-/// The agent-webkit events of one pirn frame: (index within the frame, name, data).
-fn translate(frame: &Frame) -> Vec<(u64, &'static str, Value)> {
-    let Ok(line) = serde_json::from_str::<Value>(&frame.data) else { return Vec::new() };
+/// The agent-webkit events of one pirn frame: (index within the frame,
+/// name, data as JSON).
+fn translate(frame: &Frame) -> Vec<(u64, &'static str, String)> {
+    let Ok(line) = serde_json::from_str::<OutgoingMessage>(&frame.data) else { return Vec::new() };
     let message_id = frame.send_id.as_deref().unwrap_or("").to_owned();
-    if frame.is_result {
-        let ok = line["status"] == "ok";
-        let subtype = match (ok, line["stop_reason"].as_str()) {
-            (true, _) => "success",
-            (false, Some("max_iterations")) => "error_max_turns",
-            _ => "error_during_execution",
-        };
-        let first = if ok {
-            let text = line["response"].as_str().unwrap_or("");
-            let message = json!({"id": message_id, "role": "assistant", "content": [{"type": "text", "text": text}],
-                "stop_reason": line["stop_reason"]});
-            ("message_complete", json!({"message_id": message_id, "message": message}))
-        } else {
-            let e = &line["error"];
-            ("error", json!({"code": e["code"], "message": e["message"]}))
-        };
-        let result = json!({
-            "session_id": line["session_id"],
-            "subtype": subtype,
-            "is_error": !ok,
-            "result": line["response"],
-            "stop_reason": line["stop_reason"],
-            "num_turns": line["iterations"],
-            "duration_ms": line["total_latency_ms"],
-            "usage": line["usage"],
-            "total_cost_usd": 0.0,
-            "message_id": message_id,
-        });
-        return vec![(0, first.0, first.1), (1, "result", result)];
-    }
-    let e = &line["event"];
-    let out = match e["event"].as_str() {
-        Some("content_delta") => {
-            ("message_delta", json!({"message_id": message_id, "delta": {"type": "text", "text": e["text"]}}))
+    let event = match line {
+        OutgoingMessage::Result(r) => return result_events(&r, message_id),
+        OutgoingMessage::Event(e) => e.event,
+        _ => return Vec::new(),
+    };
+    let out = match event {
+        crate::wire::Event::ContentDelta { text } => {
+            ("message_delta", to_json(&MessageDelta { message_id, delta: TextBlock::new(text) }))
         }
-        Some("tool_start") => (
-            "tool_use",
-            json!({"message_id": message_id, "tool_use_id": e["call_id"], "tool_name": e["name"], "input": e["args"]}),
-        ),
-        Some("tool_end") => (
-            "tool_result",
-            json!({"tool_use_id": e["call_id"], "output": e["result_preview"], "is_error": e["is_error"]}),
-        ),
-        Some("permission_request") => (
-            "permission_request",
-            json!({"correlation_id": e["request_id"], "tool_name": e["name"], "input": e["args"],
-                   "context": {"reason": e["reason"], "message_id": message_id}}),
-        ),
+        crate::wire::Event::ToolStart { name, args, call_id } => {
+            ("tool_use", to_json(&ToolUse { message_id, tool_use_id: call_id, tool_name: name, input: args }))
+        }
+        crate::wire::Event::ToolEnd { result_preview, call_id, is_error, .. } => {
+            ("tool_result", to_json(&ToolResult { tool_use_id: call_id, output: result_preview, is_error }))
+        }
+        crate::wire::Event::PermissionRequest { name, reason, request_id, args, .. } => {
+            let context = PermissionContext { reason, message_id };
+            let correlation_id = request_id.unwrap_or_default();
+            let input = args.unwrap_or(Value::Null);
+            ("permission_request", to_json(&PermissionRequest { correlation_id, tool_name: name, input, context }))
+        }
         _ => return Vec::new(),
     };
     vec![(0, out.0, out.1)]
+}
+
+/// A pirn `result` as `message_complete` (or `error`), then `result`.
+fn result_events(r: &crate::wire::SendResult, message_id: String) -> Vec<(u64, &'static str, String)> {
+    let ok = r.status == Status::Ok;
+    let stop_reason =
+        r.stop_reason.and_then(|s| serde_json::to_value(s).ok()).and_then(|v| v.as_str().map(str::to_owned));
+    let subtype = match (ok, stop_reason.as_deref()) {
+        (true, _) => "success",
+        (false, Some("max_iterations")) => "error_max_turns",
+        _ => "error_during_execution",
+    };
+    let first = if ok {
+        let message = AssistantMessage {
+            id: message_id.clone(),
+            role: "assistant".to_owned(),
+            content: vec![TextBlock::new(r.response.clone().unwrap_or_default())],
+            stop_reason: stop_reason.clone(),
+        };
+        ("message_complete", to_json(&MessageComplete { message_id: message_id.clone(), message }))
+    } else {
+        let e = r.error.as_ref();
+        let code = e.and_then(|e| serde_json::to_value(e.code).ok()).and_then(|v| v.as_str().map(str::to_owned));
+        ("error", to_json(&WebkitError { code, message: e.map(|e| e.message.clone()) }))
+    };
+    let result = WebkitResult {
+        session_id: r.correlation.session_id.as_deref().map(str::to_owned),
+        subtype: subtype.to_owned(),
+        is_error: !ok,
+        result: r.response.clone(),
+        stop_reason,
+        num_turns: Some(u64::from(r.iterations)),
+        duration_ms: r.total_latency_ms,
+        usage: r.usage,
+        total_cost_usd: 0.0,
+        message_id,
+    };
+    vec![(0, first.0, first.1), (1, "result", to_json(&result))]
 }

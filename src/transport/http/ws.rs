@@ -12,8 +12,17 @@ use futures_util::{SinkExt, StreamExt};
 
 use super::api::{ApiError, MAX_BODY};
 use super::{App, HttpSession};
+use crate::wire::http::ErrorBody;
 use crate::wire::{self, OutgoingMessage, Request, SendResult};
 
+#[utoipa::path(get, path = "/v1/sessions/{id}/ws", operation_id = "session_websocket", tag = "sessions",
+    summary = "WebSocket carrying the stdio protocol's JSON lines both ways: send, status, cancel, permission_response in (request.schema.json); every frame's data, status_ok and protocol errors out (response.schema.json)",
+    params(
+        ("id" = String, Path, description = "session_id"),
+        ("token" = Option<String>, Query, description = "the daemon's token, for clients that cannot set headers on a WebSocket")),
+    responses(
+        (status = 101, description = "switching protocols"),
+        (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn websocket(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,

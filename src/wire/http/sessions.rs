@@ -1,0 +1,188 @@
+//! Bodies of the session routes (`/v1/sessions…`) and of `/health`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::wire::{Decision, InitConfig, SendOptions};
+
+/// `GET /health`: the daemon is up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// Always true.
+    pub ok: bool,
+    /// pirn's version (Cargo package version).
+    pub version: String,
+    /// The newest protocol version this build speaks (`PROTOCOL_VERSION`).
+    pub protocol_version: String,
+    /// Live sessions on this host.
+    pub sessions: u64,
+    /// Whether the console routes are on.
+    pub console: ConsoleAvailability,
+}
+
+/// Whether `pirn serve` runs with `--terminals`, as ACECode's health shows
+/// its console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ConsoleAvailability {
+    /// True with `--terminals`; the console and shell routes answer 404 otherwise.
+    pub available: bool,
+    /// The PTY backend's name (`portable-pty`).
+    pub backend: String,
+}
+
+/// `POST /v1/sessions`: the stdio `init.config`
+/// (`request.schema.json#/$defs/InitConfig`) with two additions. With
+/// `resume` the stored session's own config is the base for every field
+/// the body leaves out (a body may then repeat the stored `model`,
+/// `system_prompt` and `tools`). In 0.3.0 `permission_responses` defaults
+/// to true over HTTP: the client answers permission requests at
+/// `POST /v1/sessions/{id}/permissions/{request_id}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CreateSession {
+    /// The protocol version asked for: `0.2.0` or `0.3.0` (default: the
+    /// newest, `0.3.0`). Another major.minor: 400 `protocol_version_mismatch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// Reopen this stored session (alias of `resume_session_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
+    /// The session's config, as the stdio `init` carries it.
+    #[serde(flatten)]
+    pub config: InitConfig,
+}
+
+/// `201` to `POST /v1/sessions` (and `POST /agent-webkit/sessions`, whose
+/// `protocol_version` is agent-webkit's `1.0`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionCreated {
+    /// The session's id: the path segment of every other session route.
+    pub session_id: String,
+    /// The negotiated protocol version of the session's lines.
+    pub protocol_version: String,
+}
+
+/// `GET /v1/sessions/{id}`: a live session's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionStatus {
+    pub session_id: String,
+    /// The model the session's requests name.
+    pub model: String,
+    /// Messages in the conversation (system prompt included).
+    pub messages_count: u64,
+    /// True while a send runs.
+    pub active: bool,
+    /// Sends waiting behind the running one (at most 5).
+    pub queue_length: u64,
+    /// A resumed session's sends that were running when its previous
+    /// process died (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Vec<String>>,
+}
+
+/// One entry of `GET /v1/sessions`: a live session (its status fields set)
+/// or a stored one not live here (status fields absent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionListEntry {
+    pub session_id: String,
+    pub model: String,
+    /// Live sessions: true (it runs on this host). Stored ones: whether some
+    /// process holds it (a killed host's sessions read live until another
+    /// host resumes them).
+    pub live: bool,
+    /// From the log, when persisted: the first send's message, cut at 80
+    /// characters (empty before one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// From the log, when persisted: Unix ms of its first entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_ms: Option<u64>,
+    /// From the log, when persisted: Unix ms of its last entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_ms: Option<u64>,
+    /// Live sessions only: see [`SessionStatus`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_count: Option<u64>,
+    /// Live sessions only: true while a send runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
+    /// Live sessions only: sends waiting behind the running one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_length: Option<u64>,
+    /// Live sessions only: see [`SessionStatus`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Vec<String>>,
+}
+
+/// `GET /v1/sessions`: the live sessions, then the stored ones not live here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionListEntry>,
+}
+
+/// `POST /v1/sessions/{id}/sends`: one user message (a stdio `send`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SendBody {
+    /// The user message.
+    pub message: String,
+    /// The send's id (unique in the session; 409 `DUPLICATE_SEND_ID` when
+    /// reused). Absent or empty: a UUID is chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_id: Option<String>,
+    /// `output_schema`, budgets and `verify_command`, as on a 0.3.0 `send`.
+    #[serde(flatten)]
+    pub options: SendOptions,
+}
+
+/// `202` to a send or a compaction: it is queued; its frames and result
+/// follow on the session's streams (SSE, WebSocket, `…/messages`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SendQueued {
+    pub send_id: String,
+}
+
+/// `POST /v1/sessions/{id}/cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CancelBody {
+    /// The send to cancel, running or queued.
+    pub send_id: String,
+}
+
+/// `202` to a cancel: the cancelled send's result follows on the streams.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CancelAccepted {
+    pub send_id: String,
+    /// False when the send had already ended or is unknown.
+    pub cancelled: bool,
+}
+
+/// `POST /v1/sessions/{id}/permissions/{request_id}`: the answer to a
+/// `permission_request` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PermissionAnswer {
+    pub decision: Decision,
+}
+
+/// `GET /v1/sessions/{id}/messages`: a session's past from its log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct History {
+    /// With `since=0` only: the conversation in OpenAI chat-completions
+    /// format (`{role, content, tool_calls?, tool_call_id?}` objects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Value>>,
+    /// Every line the session emitted after frame `since`, oldest first.
+    pub events: Vec<HistoryEvent>,
+}
+
+/// One emitted line of a session, as its log holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HistoryEvent {
+    /// The frame's number: the SSE `id:` of the same line (session-wide,
+    /// increasing).
+    pub seq: u64,
+    /// The event name (`content_delta`, `tool_start`, …) or `result`.
+    pub event: String,
+    /// The line's object, as the stdio worker writes it
+    /// (`protocol/response.schema.json`).
+    pub data: Value,
+}

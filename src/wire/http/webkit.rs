@@ -1,0 +1,184 @@
+//! Bodies of agent-webkit's wire protocol 1.0 under `/agent-webkit`
+//! (`../shared/reference/agent-webkit-wire-protocol.md`): the session
+//! request, the inbound messages, and the `data:` of each SSE event.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::wire::Usage;
+
+/// `POST /agent-webkit/sessions`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct CreateWebkitSession {
+    /// The model (default `$PIRN_MODEL`, else `local`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `default` (pirn's `suggest`), `acceptEdits` (`auto-edit`),
+    /// `bypassPermissions` (`full-auto`), or a pirn approval mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    /// The workspace (default: the daemon's directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// pirn's addition: the tools (default all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// pirn's addition: the system prompt (default pirn's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+}
+
+/// `POST /agent-webkit/sessions/{id}/input`: one inbound message,
+/// discriminated by `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Input {
+    /// A user turn: queued as a send.
+    UserMessage {
+        /// A non-empty string, or an array of `{type: "text", text}`
+        /// blocks (joined with newlines; other block types: 400).
+        content: Value,
+    },
+    /// Cancels the running send.
+    Interrupt,
+    /// The answer to a `permission_request` event.
+    PermissionResponse {
+        /// The event's `correlation_id`.
+        correlation_id: String,
+        /// `allow` or `deny`.
+        behavior: String,
+        /// With `deny`: also cancel the running send.
+        #[serde(default)]
+        interrupt: bool,
+    },
+    /// pirn asks no questions: always 404.
+    QuestionResponse { correlation_id: String },
+    /// Sets the approval mode (names as in `permission_mode` of the session request).
+    SetPermissionMode { mode: String },
+    /// Sets the model of later sends (null: back to the session's).
+    SetModel { model: Option<String> },
+    /// Cancels a running or queued send by its id (its `message_id`).
+    StopTask { task_id: String },
+}
+
+/// A text content block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TextBlock {
+    /// Always `text`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub text: String,
+}
+
+impl TextBlock {
+    /// A `{type: "text", text}` block.
+    pub fn new(text: impl Into<String>) -> Self {
+        TextBlock { kind: "text".to_owned(), text: text.into() }
+    }
+}
+
+/// `session_ready` (id 0, first on a fresh stream).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionReady {
+    pub session_id: String,
+    /// Always `1.0`.
+    pub protocol_version: String,
+}
+
+/// `message_delta`: a piece of the model's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MessageDelta {
+    /// The send's id (one assistant message per send).
+    pub message_id: String,
+    pub delta: TextBlock,
+}
+
+/// `tool_use`: a tool call starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolUse {
+    pub message_id: String,
+    /// The model's tool-call id.
+    pub tool_use_id: Option<String>,
+    pub tool_name: String,
+    /// The call's arguments.
+    pub input: Value,
+}
+
+/// `tool_result`: a tool call ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ToolResult {
+    pub tool_use_id: Option<String>,
+    /// pirn's result preview (at most 500 characters).
+    pub output: String,
+    pub is_error: Option<bool>,
+}
+
+/// `permission_request`: a tool call waits for an answer (an `input`
+/// message of type `permission_response`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PermissionRequest {
+    /// The id to answer with (pirn's `request_id`).
+    pub correlation_id: String,
+    pub tool_name: String,
+    pub input: Value,
+    pub context: PermissionContext,
+}
+
+/// Why a permission is asked, and in which message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PermissionContext {
+    pub reason: String,
+    pub message_id: String,
+}
+
+/// `message_complete`: the send's final answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MessageComplete {
+    pub message_id: String,
+    pub message: AssistantMessage,
+}
+
+/// The assistant message of a send.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AssistantMessage {
+    pub id: String,
+    /// Always `assistant`.
+    pub role: String,
+    pub content: Vec<TextBlock>,
+    /// pirn's `stop_reason` (`end_turn`, …).
+    pub stop_reason: Option<String>,
+}
+
+/// `error`: the send failed (a `result` follows).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WebkitError {
+    /// pirn's error code (`cancelled`, `model_error`, …).
+    pub code: Option<String>,
+    pub message: Option<String>,
+}
+
+/// `result`: the send ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WebkitResult {
+    pub session_id: Option<String>,
+    /// `success`, `error_max_turns` or `error_during_execution`.
+    pub subtype: String,
+    pub is_error: bool,
+    /// The final answer's text.
+    pub result: Option<String>,
+    pub stop_reason: Option<String>,
+    /// Model calls of the send.
+    pub num_turns: Option<u64>,
+    /// Wall time of the send, ms.
+    pub duration_ms: Option<u64>,
+    pub usage: Option<Usage>,
+    /// Always 0: pirn does not price tokens.
+    pub total_cost_usd: f64,
+    pub message_id: String,
+}
+
+/// `done`: the session closed; the stream ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Done {}
