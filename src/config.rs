@@ -1,14 +1,13 @@
 //! A session's configuration: what `init.config`, the environment and the
 //! transport say, validated once when the session opens.
 //!
-//! Owns: [`Environment`], the one place pirn reads its `PIRN_*` / `HEDDLE_*` /
-//! `OPENAI_*` variables (a plain struct, so tests and embedders can pass
-//! their own); [`Limits`], what the transport imposes (queue length, queue
-//! timeout); and [`SessionConfig`], built from the three by
-//! [`SessionConfig::new`] and never patched afterwards.
+//! Owns: [`Limits`], what the transport imposes (queue length, queue
+//! timeout); and [`SessionConfig`], built from `init.config`, the
+//! [`Environment`] snapshot and the limits by [`SessionConfig::new`] and
+//! never patched afterwards.
 //!
-//! Nothing here does I/O but reading the environment (in
-//! [`Environment::from_process`]) and canonicalising the workspace paths.
+//! Nothing here does I/O but canonicalising the workspace paths (and
+//! opening a cassette, through [`Endpoint::for_session`]).
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -17,122 +16,29 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::approval::{ApprovalMode, Policy, RuleError};
+use crate::environment::Environment;
 use crate::model::Endpoint;
 use crate::tools;
 use crate::wire::{Correlation, InitConfig, ProtocolVersion};
 
+/// Default `verify_rounds`: failed verifications given back to the model
+/// before the send ends (`agent::verify`).
+pub const DEFAULT_VERIFY_ROUNDS: u32 = 2;
+/// Default `output_retries`: answers that miss the send's `output_schema`
+/// sent back to the model (`agent::structured`).
+pub const DEFAULT_OUTPUT_RETRIES: u32 = 2;
 /// Default `max_iterations`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 20;
 /// Default `max_tool_calls_per_turn`: tool calls of one model answer that run.
 pub const DEFAULT_MAX_TOOL_CALLS_PER_TURN: usize = 16;
 /// Default `max_tokens` of every model request (a runaway answer stops there).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
-/// Longest heartbeat interval honoured (a larger setting is lowered to it).
-pub const MAX_HEARTBEAT: Duration = Duration::from_secs(24 * 3600);
 /// Default wait for a permission answer, in ms.
 pub const DEFAULT_PERMISSION_TIMEOUT_MS: u64 = 300_000;
-/// Default heartbeat interval.
-pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(5000);
-/// Shortest heartbeat interval honoured (a smaller setting is raised to it).
-pub const MIN_HEARTBEAT: Duration = Duration::from_millis(10);
 
 /// Appended to the system prompt in plan mode.
 const PLAN_INSTRUCTIONS: &str = "\n\nYou are in plan mode: you may read the repository with the read-only tools, \
 but you must not change files or run commands. Finish with a numbered, step-by-step plan for the task.";
-
-/// The environment variables pirn reads, as one snapshot. Empty values count
-/// as unset.
-#[derive(Clone, Default)]
-pub struct Environment {
-    /// `PIRN_BASE_URL`, else `OPENAI_BASE_URL`, else `HEDDLE_BASE_URL`.
-    pub base_url: Option<String>,
-    /// `PIRN_API_KEY`, else `OPENAI_API_KEY`, else `OPENROUTER_API_KEY`.
-    pub api_key: Option<String>,
-    /// The variable the key came from (names the provider in error events).
-    pub api_key_var: Option<&'static str>,
-    /// `OPENAI_API_KEY` is set (picks OpenAI's URL when no base URL is given).
-    pub openai_key_set: bool,
-    /// `OPENROUTER_API_KEY` is set (picks OpenRouter's URL likewise).
-    pub openrouter_key_set: bool,
-    /// `PIRN_IDLE_TIMEOUT_MS`, parsed.
-    pub idle_timeout_ms: Option<u64>,
-    /// `PIRN_MAX_RETRY_AFTER_MS`: the longest `Retry-After` waited for.
-    pub max_retry_after_ms: Option<u64>,
-    /// `PIRN_HEARTBEAT_INTERVAL`, else `HEDDLE_HEARTBEAT_INTERVAL`, in ms.
-    pub heartbeat_ms: Option<u64>,
-    /// `PIRN_APPROVAL_MODE`, unparsed (a bad value fails `init`).
-    pub approval_mode: Option<String>,
-    /// `PIRN_CONTEXT_WINDOW`: the model's context window in tokens.
-    pub context_window: Option<u32>,
-    /// `PIRN_RECORD`: the cassette file model exchanges are written to.
-    pub record: Option<PathBuf>,
-    /// `PIRN_REPLAY`: the cassette file model calls are served from.
-    pub replay: Option<PathBuf>,
-    /// `PIRN_REPLAY_TIMING`: `instant` (default) or `recorded`.
-    pub replay_timing: Option<String>,
-    /// Where sessions are logged (`PIRN_STORE`, `PIRN_HOME`, `PIRN_PERSIST`,
-    /// `PIRN_TENANT`); opened by the transport ([`crate::store::Store::from_env`]),
-    /// `None` when persistence is off.
-    pub store: Option<crate::store::Store>,
-    /// `PIRN_SANDBOX`, unparsed: the operator's default sandbox mode (a bad
-    /// value fails `init`).
-    pub sandbox: Option<String>,
-}
-
-impl std::fmt::Debug for Environment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the key.
-        f.debug_struct("Environment")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("idle_timeout_ms", &self.idle_timeout_ms)
-            .field("heartbeat_ms", &self.heartbeat_ms)
-            .field("approval_mode", &self.approval_mode)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Environment {
-    /// Reads the process environment.
-    pub fn from_process() -> Environment {
-        Environment::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// Builds the snapshot from any lookup (`std::env::var` in production, a
-    /// map in tests).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Environment {
-        let var = |k: &str| get(k).filter(|v| !v.trim().is_empty());
-        let first = |keys: &[&str]| keys.iter().find_map(|k| var(k));
-        Environment {
-            base_url: first(&["PIRN_BASE_URL", "OPENAI_BASE_URL", "HEDDLE_BASE_URL"]),
-            api_key: first(&["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]),
-            api_key_var: ["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]
-                .into_iter()
-                .find(|k| var(k).is_some()),
-            openai_key_set: var("OPENAI_API_KEY").is_some(),
-            openrouter_key_set: var("OPENROUTER_API_KEY").is_some(),
-            idle_timeout_ms: var("PIRN_IDLE_TIMEOUT_MS").and_then(|v| v.trim().parse().ok()),
-            max_retry_after_ms: var("PIRN_MAX_RETRY_AFTER_MS").and_then(|v| v.trim().parse().ok()),
-            heartbeat_ms: first(&["PIRN_HEARTBEAT_INTERVAL", "HEDDLE_HEARTBEAT_INTERVAL"])
-                .and_then(|v| v.trim().parse().ok()),
-            approval_mode: var("PIRN_APPROVAL_MODE"),
-            context_window: var("PIRN_CONTEXT_WINDOW").and_then(|v| v.trim().parse().ok()).filter(|n| *n > 0),
-            record: var("PIRN_RECORD").map(PathBuf::from),
-            replay: var("PIRN_REPLAY").map(PathBuf::from),
-            replay_timing: var("PIRN_REPLAY_TIMING"),
-            store: None,
-            sandbox: var("PIRN_SANDBOX"),
-        }
-    }
-
-    /// The heartbeat interval (default [`DEFAULT_HEARTBEAT`], between
-    /// [`MIN_HEARTBEAT`] and [`MAX_HEARTBEAT`]).
-    pub fn heartbeat(&self) -> Duration {
-        self.heartbeat_ms
-            .map(|ms| Duration::from_millis(ms).clamp(MIN_HEARTBEAT, MAX_HEARTBEAT))
-            .unwrap_or(DEFAULT_HEARTBEAT)
-    }
-}
 
 /// What the transport imposes on a session's queue.
 #[derive(Debug, Clone, Copy, Default)]
@@ -270,13 +176,13 @@ pub struct SessionConfig {
     pub env_passthrough: Arc<[String]>,
     /// `config.verify_command` (see `agent::verify`).
     pub verify_command: Option<String>,
-    /// `config.verify_rounds`, default `agent::verify::DEFAULT_ROUNDS`.
+    /// `config.verify_rounds`, default [`DEFAULT_VERIFY_ROUNDS`].
     pub verify_rounds: u32,
     /// `config.max_total_tokens`: each send's default token budget.
     pub max_total_tokens: Option<u64>,
     /// `config.max_tool_calls`: each send's default tool-call budget.
     pub max_tool_calls: Option<u32>,
-    /// `config.output_retries`, default `agent::structured::DEFAULT_RETRIES`.
+    /// `config.output_retries`, default [`DEFAULT_OUTPUT_RETRIES`].
     pub output_retries: u32,
 }
 
@@ -339,8 +245,7 @@ impl SessionConfig {
         for unknown in config.tools.iter().filter(|t| !known(t) && !mcp(t)) {
             tracing::warn!(tool = %unknown, "init names a tool pirn does not have; ignored");
         }
-        let cassette = crate::cassette::Cassette::from_env(env)?;
-        let endpoint = Endpoint::new(env, config.idle_timeout_ms).with_cassette(cassette, &workspace);
+        let endpoint = Endpoint::for_session(env, config.idle_timeout_ms, &workspace)?;
         let session_id = uuid::Uuid::new_v4().to_string();
         Ok(SessionConfig {
             correlation: Correlation {
@@ -387,10 +292,10 @@ impl SessionConfig {
             sandbox: Arc::new(sandbox),
             env_passthrough: Arc::from(config.env_passthrough.clone().unwrap_or_default()),
             verify_command: config.verify_command.clone().filter(|c| !c.trim().is_empty()),
-            verify_rounds: config.verify_rounds.unwrap_or(crate::agent::verify::DEFAULT_ROUNDS),
+            verify_rounds: config.verify_rounds.unwrap_or(DEFAULT_VERIFY_ROUNDS),
             max_total_tokens: config.max_total_tokens,
             max_tool_calls: config.max_tool_calls,
-            output_retries: config.output_retries.unwrap_or(crate::agent::structured::DEFAULT_RETRIES),
+            output_retries: config.output_retries.unwrap_or(DEFAULT_OUTPUT_RETRIES),
         })
     }
 
@@ -449,15 +354,6 @@ mod tests {
     }
 
     #[test]
-    fn environment_precedence_and_empty_values() {
-        let e = env(&[("PIRN_BASE_URL", " "), ("OPENAI_BASE_URL", "http://a/v1"), ("HEDDLE_HEARTBEAT_INTERVAL", "7")]);
-        assert_eq!(e.base_url.as_deref(), Some("http://a/v1"));
-        assert_eq!(e.heartbeat(), MIN_HEARTBEAT);
-        assert_eq!(env(&[]).heartbeat(), DEFAULT_HEARTBEAT);
-        assert!(!format!("{:?}", env(&[("PIRN_API_KEY", "sk-secret")])).contains("sk-secret"));
-    }
-
-    #[test]
     fn config_errors_say_what_is_wrong() {
         let base = InitConfig { model: "m".into(), ..InitConfig::default() };
         let bad_mode = SessionConfig::new(
@@ -479,7 +375,5 @@ mod tests {
         let e = SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_2).unwrap_err();
         assert!(e.to_string().contains("0.3.0"), "{e}");
         assert!(SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_3).is_ok());
-        let huge = env(&[("PIRN_HEARTBEAT_INTERVAL", "18446744073709551615")]);
-        assert_eq!(huge.heartbeat(), MAX_HEARTBEAT);
     }
 }

@@ -8,7 +8,7 @@
 //! OpenAI-compatible call, which records to or replays from a [`cassette`])
 //! → [`wire`] (message types, no I/O). A session's log goes through its
 //! [`store::Journal`] to a [`store::Store`] (files or Postgres). [`config`]
-//! is built once per session from `init.config`, an [`config::Environment`]
+//! is built once per session from `init.config`, an [`environment::Environment`]
 //! snapshot and the transport's [`config::Limits`]. `main.rs` is the
 //! command line only.
 
@@ -20,6 +20,7 @@ pub mod config;
 pub mod conform;
 pub mod context;
 pub mod conversation;
+pub mod environment;
 pub mod logging;
 pub mod mcp;
 pub mod model;

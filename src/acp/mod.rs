@@ -34,7 +34,8 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Client, Responder, Stdio, V1};
 
-use crate::config::{DEFAULT_SYSTEM_PROMPT, Environment, Limits};
+use crate::config::{DEFAULT_SYSTEM_PROMPT, Limits};
+use crate::environment::Environment;
 use crate::session::{Ending, OUTBOX_CAPACITY, Session};
 use crate::wire::{ApprovalMode, InitConfig, McpServerConfig, PROTOCOL_VERSION, SandboxMode};
 

@@ -18,8 +18,6 @@ use serde_json::{Value, json};
 const MAX_ERRORS: usize = 10;
 /// The miss of an answer cut off at the token limit.
 pub const CUT_OFF: &str = "the answer was cut off at the token limit: reply with a short JSON value";
-/// Default `output_retries`.
-pub const DEFAULT_RETRIES: u32 = 2;
 
 /// A send's compiled `output_schema`. See the module doc.
 #[derive(Debug)]

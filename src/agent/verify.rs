@@ -11,7 +11,7 @@
 //! A small model often stops one step short: it writes a function and never
 //! runs the test the request names, or rewrites a crashing script without the
 //! line that prints. pirn runs the command itself, at most
-//! [`DEFAULT_ROUNDS`] times per send after a failure, and only when the send
+//! [`DEFAULT_VERIFY_ROUNDS`](crate::config::DEFAULT_VERIFY_ROUNDS) times per send after a failure, and only when the send
 //! changed something (a read-only question is never "verified").
 
 use crate::config::SessionConfig;
@@ -29,8 +29,6 @@ pub enum Checked {
     Failed(ErrorEnvelope),
 }
 
-/// Failed verifications given back to the model before the send ends.
-pub const DEFAULT_ROUNDS: u32 = 2;
 /// Longest a verification command may run, in ms.
 pub const TIMEOUT_MS: u64 = 120_000;
 /// Bytes of a failing command's output the model is shown (its tail).

@@ -12,7 +12,7 @@
 //!
 //! The mode is process-wide (all sessions of a `pirn serve` share one
 //! cassette, in the order their calls were made) and is chosen by the
-//! [`Environment`](crate::config::Environment): [`Cassette::from_env`].
+//! [`Environment`](crate::environment::Environment): [`Cassette::from_env`].
 
 pub mod format;
 pub mod normalize;
@@ -26,7 +26,7 @@ pub use format::{Chunk, End, Exchange, FORMAT_VERSION, Method};
 pub use record::{Recorder, Tape};
 pub use replay::{Player, ReplayBody, Timing};
 
-use crate::config::Environment;
+use crate::environment::Environment;
 
 /// Why a cassette cannot be used. Each names the file.
 #[derive(Debug, thiserror::Error)]

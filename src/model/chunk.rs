@@ -3,8 +3,8 @@
 //!
 //! Owns: the borrowed chunk shapes (every field optional, since
 //! "compatible" servers omit many), tool-call fragments accumulated by
-//! `index`, usage from a final `choices: []` chunk, and mid-stream `error`
-//! objects.
+//! `index`, usage from a final `choices: []` chunk, mid-stream `error`
+//! objects, and the cap on one answer's size ([`MAX_ANSWER_BYTES`]).
 
 use std::borrow::Cow;
 
@@ -12,9 +12,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::ModelError;
-use super::stream::MAX_ANSWER_BYTES;
 use super::{Completion, ToolCall};
 use crate::wire::Usage;
+
+/// Most bytes of text plus tool-call arguments one answer may stream; a
+/// server that streams past it without stopping ends the call.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 
 /// Highest tool-call `index` accepted in one answer.
 pub const MAX_TOOL_CALL_INDEX: usize = 1024;

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::error::{ModelError, retried_status};
+use super::error::{ModelError, describe_reqwest, retried_status};
 use super::stream::ChatStream;
-use crate::cassette::{Cassette, End, Method, Player, ReplayBody, Timing};
-use crate::config::Environment;
+use crate::cassette::{Cassette, CassetteError, End, Method, Player, ReplayBody, Timing};
+use crate::environment::Environment;
 
 /// Default per-chunk idle timeout: a CPU model can think for minutes on a long
 /// prompt before its first token.
@@ -114,6 +114,19 @@ impl Endpoint {
             cassette: None,
             workspace: String::new(),
         }
+    }
+
+    /// The endpoint of one session: [`Endpoint::new`] with the cassette
+    /// `PIRN_RECORD` or `PIRN_REPLAY` names, if any, opened for the
+    /// session's `workspace` (recorded in the cassette). Errors: the
+    /// cassette cannot be opened or read ([`CassetteError`]).
+    pub fn for_session(
+        env: &Environment,
+        idle_timeout_ms: Option<u64>,
+        workspace: &std::path::Path,
+    ) -> Result<Endpoint, CassetteError> {
+        let cassette = Cassette::from_env(env)?;
+        Ok(Endpoint::new(env, idle_timeout_ms).with_cassette(cassette, workspace))
     }
 
     /// This endpoint recording to or replaying from `cassette`, for a
@@ -370,19 +383,6 @@ pub fn parse_retry_after(v: &str, now: SystemTime) -> Option<Duration> {
     }
     let when = httpdate::parse_http_date(v).ok()?;
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-/// reqwest's error with its source chain, which holds the useful part
-/// ("connection refused").
-pub(super) fn describe_reqwest(e: &reqwest::Error) -> String {
-    let mut msg = if e.is_connect() { "cannot connect to the model server".to_owned() } else { e.to_string() };
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
-    msg
 }
 
 #[cfg(test)]

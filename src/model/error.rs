@@ -3,7 +3,8 @@
 //! Owns: the kinds of failure ([`ModelError`]), the one retry rule
 //! ([`retryable_status`]: 408/409/429/5xx), which statuses are retried before
 //! anything streamed ([`retried_status`]: 429, 503), and the wire envelope
-//! and `details` object a failure becomes.
+//! and `details` object a failure becomes, and how a transport error of
+//! reqwest reads ([`describe_reqwest`]).
 
 use serde_json::{Value, json};
 
@@ -217,6 +218,19 @@ pub fn server_message(body: &str) -> Option<String> {
         .or_else(|| v.get("error"))
         .or_else(|| v.get("message"))
         .and_then(|m| m.as_str().map(str::to_owned))
+}
+
+/// reqwest's error with its source chain, which holds the useful part
+/// ("connection refused").
+pub(super) fn describe_reqwest(e: &reqwest::Error) -> String {
+    let mut msg = if e.is_connect() { "cannot connect to the model server".to_owned() } else { e.to_string() };
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
 }
 
 #[cfg(test)]

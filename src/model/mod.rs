@@ -20,9 +20,10 @@ pub mod endpoint;
 pub mod error;
 pub mod stream;
 
+pub use chunk::MAX_ANSWER_BYTES;
 pub use endpoint::{DEFAULT_IDLE_TIMEOUT, Endpoint, MAX_RETRY_AFTER, MAX_TRIES, OnRetry, RetryNotice};
 pub use error::ModelError;
-pub use stream::{ChatStream, MAX_ANSWER_BYTES};
+pub use stream::ChatStream;
 
 use crate::wire::Usage;
 

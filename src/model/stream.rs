@@ -2,8 +2,7 @@
 //! [`Completion`] at the end.
 //!
 //! Owns: the per-chunk idle timeout, the end-of-stream rules (`[DONE]`, a
-//! finish reason, or a body that ends early), the cap on one answer's size,
-//! and where the events come from: the HTTP body (each event also written to
+//! finish reason, or a body that ends early), and where the events come from: the HTTP body (each event also written to
 //! the cassette's [`Tape`] when recording) or a [`ReplayBody`].
 
 use std::borrow::Cow;
@@ -11,15 +10,10 @@ use std::time::Duration;
 
 use super::Completion;
 use super::chunk::apply_event;
-use super::endpoint::describe_reqwest;
-use super::error::ModelError;
+use super::error::{ModelError, describe_reqwest};
 use crate::cassette::replay::Replayed;
 use crate::cassette::{End, ReplayBody, Tape};
 use crate::sse::{SseDecoder, SseError};
-
-/// Most bytes of text plus tool-call arguments one answer may stream; a
-/// server that streams past it without stopping ends the call.
-pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 
 /// An open streamed answer. Pull text with [`ChatStream::next_text`], then
 /// take the whole answer with [`ChatStream::into_completion`].
@@ -66,7 +60,7 @@ impl ChatStream {
     ///
     /// Errors: the body stalls longer than the idle timeout, the connection
     /// drops before `[DONE]`/a finish reason, a chunk is not JSON, the answer
-    /// passes [`MAX_ANSWER_BYTES`], or the server streams an `error` object.
+    /// passes [`MAX_ANSWER_BYTES`](super::MAX_ANSWER_BYTES), or the server streams an `error` object.
     pub async fn next_text(&mut self) -> Result<Option<String>, ModelError> {
         let result = self.pull_text().await;
         if let Source::Http { tape: Some(tape), .. } = &mut self.source {

@@ -31,8 +31,9 @@ use crate::agent::budget::Meter;
 use crate::agent::emit::send_shaped;
 pub use crate::agent::{OUTBOX_CAPACITY, Outbox};
 use crate::approval::{AnswerError, PermissionBroker};
-use crate::config::{ConfigError, Environment, Limits, SessionConfig};
+use crate::config::{ConfigError, Limits, SessionConfig};
 use crate::conversation::Conversation;
+use crate::environment::Environment;
 use crate::mcp::client::McpTools;
 use crate::store::Journal;
 use crate::wire::{

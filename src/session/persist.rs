@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::{OpenError, ResumeError};
-use crate::config::{Environment, SessionConfig};
+use crate::config::SessionConfig;
 use crate::conversation::Conversation;
+use crate::environment::Environment;
 use crate::store::fold::fold;
 use crate::store::{Body, Journal};
 use crate::wire::InitConfig;

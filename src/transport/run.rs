@@ -4,7 +4,8 @@
 //! Owns: the mapping from the send's result to the exit code ([`exit_code`]),
 //! and SIGINT handling (cancel, print the cancelled result, exit 130).
 
-use crate::config::{Environment, Limits};
+use crate::config::Limits;
+use crate::environment::Environment;
 use crate::session::{Ending, OpenError, SendRejected, Session};
 use crate::transport::signal::shutdown_signal;
 use crate::transport::stdio::with_store;

@@ -14,7 +14,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Environment, Limits};
+use crate::config::Limits;
+use crate::environment::Environment;
 use crate::session::{Ending, OpenError, Outbox, Session};
 use crate::store::Store;
 use crate::transport::pipe_writer::PipeWriter;

@@ -1,6 +1,7 @@
 //! SSE: a session's frames as `id:` / `event:` / `data:` events, with
 //! `Last-Event-ID` replay from the hub's ring, else from the session log
-//! ([`super::history`]).
+//! ([`super::history`]); and the guard that withdraws a `?stream=1`
+//! send still queued when its client leaves ([`Withdraw`]).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -15,13 +16,41 @@ use tokio::sync::broadcast;
 
 use super::api::ApiError;
 use super::history::follow;
-use super::sends::Withdraw;
 use super::sessions::store_error;
-use super::{App, KEEPALIVE};
+use super::{App, HttpSession, KEEPALIVE};
 use crate::store::StoreError;
 use crate::store::fold::lines_after;
 use crate::transport::hub::{Frame, ReplayError};
 use crate::wire::http::ErrorBody;
+
+/// Withdraws a still-queued send when its `?stream=1` client goes away.
+pub struct Withdraw {
+    session: Arc<HttpSession>,
+    send_id: Option<String>,
+}
+
+impl Withdraw {
+    /// Withdraws `send_id` of `session` when dropped before [`Withdraw::disarm`].
+    pub fn new(session: Arc<HttpSession>, send_id: String) -> Self {
+        Withdraw { session, send_id: Some(send_id) }
+    }
+
+    /// The send has its result: nothing to withdraw any more.
+    pub fn disarm(&mut self) {
+        self.send_id = None;
+    }
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Some(id) = self.send_id.take() {
+            let s = self.session.clone();
+            tokio::spawn(async move {
+                s.session.cancel_if_queued(&id).await;
+            });
+        }
+    }
+}
 
 struct FrameStream {
     replay: VecDeque<Arc<Frame>>,

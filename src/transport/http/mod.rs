@@ -43,7 +43,7 @@ use axum::middleware;
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Environment;
+use crate::environment::Environment;
 use crate::session::Ending;
 use crate::session::Session;
 use crate::terminal::{TerminalOptions, Terminals};

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use serde::Deserialize;
 
 use super::api::{ApiError, json_body};
-use super::events::frame_stream;
-use super::{App, HttpSession, KEEPALIVE, MAX_QUEUE};
+use super::events::{Withdraw, frame_stream};
+use super::{App, KEEPALIVE, MAX_QUEUE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::wire::http::ErrorBody;
@@ -69,33 +69,9 @@ pub async fn create_send(
     match live {
         None => Ok((StatusCode::ACCEPTED, axum::Json(SendQueued { send_id })).into_response()),
         Some((_, rx)) => {
-            let guard = Withdraw { session: s.clone(), send_id: Some(send_id.clone()) };
+            let guard = Withdraw::new(s.clone(), send_id.clone());
             let frames = frame_stream(Vec::new(), rx, Some(Arc::from(send_id.as_str())), Some(guard));
             Ok(Sse::new(frames).keep_alive(KeepAlive::new().interval(KEEPALIVE).text("keepalive")).into_response())
-        }
-    }
-}
-
-/// Withdraws a still-queued send when its `?stream=1` client goes away.
-pub struct Withdraw {
-    session: Arc<HttpSession>,
-    send_id: Option<String>,
-}
-
-impl Withdraw {
-    /// The send has its result: nothing to withdraw any more.
-    pub fn disarm(&mut self) {
-        self.send_id = None;
-    }
-}
-
-impl Drop for Withdraw {
-    fn drop(&mut self) {
-        if let Some(id) = self.send_id.take() {
-            let s = self.session.clone();
-            tokio::spawn(async move {
-                s.session.cancel_if_queued(&id).await;
-            });
         }
     }
 }

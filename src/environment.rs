@@ -1,0 +1,136 @@
+//! What pirn reads from its process environment, as one snapshot.
+//!
+//! Owns: [`Environment`], the one place pirn reads its `PIRN_*` /
+//! `HEDDLE_*` / `OPENAI_*` variables (a plain struct, so tests and
+//! embedders can pass their own), and the heartbeat bounds it is read
+//! within. A leaf: it names no other module of pirn but the session store's
+//! handle ([`crate::store::Store`], itself a leaf), which the transport
+//! opens and puts here.
+//!
+//! No I/O but reading the variables (in [`Environment::from_process`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Longest heartbeat interval honoured (a larger setting is lowered to it).
+pub const MAX_HEARTBEAT: Duration = Duration::from_secs(24 * 3600);
+/// Default heartbeat interval.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(5000);
+/// Shortest heartbeat interval honoured (a smaller setting is raised to it).
+pub const MIN_HEARTBEAT: Duration = Duration::from_millis(10);
+
+/// The environment variables pirn reads, as one snapshot. Empty values count
+/// as unset.
+#[derive(Clone, Default)]
+pub struct Environment {
+    /// `PIRN_BASE_URL`, else `OPENAI_BASE_URL`, else `HEDDLE_BASE_URL`.
+    pub base_url: Option<String>,
+    /// `PIRN_API_KEY`, else `OPENAI_API_KEY`, else `OPENROUTER_API_KEY`.
+    pub api_key: Option<String>,
+    /// The variable the key came from (names the provider in error events).
+    pub api_key_var: Option<&'static str>,
+    /// `OPENAI_API_KEY` is set (picks OpenAI's URL when no base URL is given).
+    pub openai_key_set: bool,
+    /// `OPENROUTER_API_KEY` is set (picks OpenRouter's URL likewise).
+    pub openrouter_key_set: bool,
+    /// `PIRN_IDLE_TIMEOUT_MS`, parsed.
+    pub idle_timeout_ms: Option<u64>,
+    /// `PIRN_MAX_RETRY_AFTER_MS`: the longest `Retry-After` waited for.
+    pub max_retry_after_ms: Option<u64>,
+    /// `PIRN_HEARTBEAT_INTERVAL`, else `HEDDLE_HEARTBEAT_INTERVAL`, in ms.
+    pub heartbeat_ms: Option<u64>,
+    /// `PIRN_APPROVAL_MODE`, unparsed (a bad value fails `init`).
+    pub approval_mode: Option<String>,
+    /// `PIRN_CONTEXT_WINDOW`: the model's context window in tokens.
+    pub context_window: Option<u32>,
+    /// `PIRN_RECORD`: the cassette file model exchanges are written to.
+    pub record: Option<PathBuf>,
+    /// `PIRN_REPLAY`: the cassette file model calls are served from.
+    pub replay: Option<PathBuf>,
+    /// `PIRN_REPLAY_TIMING`: `instant` (default) or `recorded`.
+    pub replay_timing: Option<String>,
+    /// Where sessions are logged (`PIRN_STORE`, `PIRN_HOME`, `PIRN_PERSIST`,
+    /// `PIRN_TENANT`); opened by the transport ([`crate::store::Store::from_env`]),
+    /// `None` when persistence is off.
+    pub store: Option<crate::store::Store>,
+    /// `PIRN_SANDBOX`, unparsed: the operator's default sandbox mode (a bad
+    /// value fails `init`).
+    pub sandbox: Option<String>,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.debug_struct("Environment")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("idle_timeout_ms", &self.idle_timeout_ms)
+            .field("heartbeat_ms", &self.heartbeat_ms)
+            .field("approval_mode", &self.approval_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Environment {
+    /// Reads the process environment.
+    pub fn from_process() -> Environment {
+        Environment::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Builds the snapshot from any lookup (`std::env::var` in production, a
+    /// map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Environment {
+        let var = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let first = |keys: &[&str]| keys.iter().find_map(|k| var(k));
+        Environment {
+            base_url: first(&["PIRN_BASE_URL", "OPENAI_BASE_URL", "HEDDLE_BASE_URL"]),
+            api_key: first(&["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]),
+            api_key_var: ["PIRN_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"]
+                .into_iter()
+                .find(|k| var(k).is_some()),
+            openai_key_set: var("OPENAI_API_KEY").is_some(),
+            openrouter_key_set: var("OPENROUTER_API_KEY").is_some(),
+            idle_timeout_ms: var("PIRN_IDLE_TIMEOUT_MS").and_then(|v| v.trim().parse().ok()),
+            max_retry_after_ms: var("PIRN_MAX_RETRY_AFTER_MS").and_then(|v| v.trim().parse().ok()),
+            heartbeat_ms: first(&["PIRN_HEARTBEAT_INTERVAL", "HEDDLE_HEARTBEAT_INTERVAL"])
+                .and_then(|v| v.trim().parse().ok()),
+            approval_mode: var("PIRN_APPROVAL_MODE"),
+            context_window: var("PIRN_CONTEXT_WINDOW").and_then(|v| v.trim().parse().ok()).filter(|n| *n > 0),
+            record: var("PIRN_RECORD").map(PathBuf::from),
+            replay: var("PIRN_REPLAY").map(PathBuf::from),
+            replay_timing: var("PIRN_REPLAY_TIMING"),
+            store: None,
+            sandbox: var("PIRN_SANDBOX"),
+        }
+    }
+
+    /// The heartbeat interval (default [`DEFAULT_HEARTBEAT`], between
+    /// [`MIN_HEARTBEAT`] and [`MAX_HEARTBEAT`]).
+    pub fn heartbeat(&self) -> Duration {
+        self.heartbeat_ms
+            .map(|ms| Duration::from_millis(ms).clamp(MIN_HEARTBEAT, MAX_HEARTBEAT))
+            .unwrap_or(DEFAULT_HEARTBEAT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Environment {
+        let map: std::collections::HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Environment::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn precedence_empty_values_and_heartbeat_bounds() {
+        let e = env(&[("PIRN_BASE_URL", " "), ("OPENAI_BASE_URL", "http://a/v1"), ("HEDDLE_HEARTBEAT_INTERVAL", "7")]);
+        assert_eq!(e.base_url.as_deref(), Some("http://a/v1"));
+        assert_eq!(e.heartbeat(), MIN_HEARTBEAT);
+        assert_eq!(env(&[]).heartbeat(), DEFAULT_HEARTBEAT);
+        let huge = env(&[("PIRN_HEARTBEAT_INTERVAL", "18446744073709551615")]);
+        assert_eq!(huge.heartbeat(), MAX_HEARTBEAT);
+        assert!(!format!("{:?}", env(&[("PIRN_API_KEY", "sk-secret")])).contains("sk-secret"));
+    }
+}
