@@ -12,6 +12,7 @@ use super::sessions::ConsoleAvailability;
 pub struct DaemonHealth {
     /// A random id of this daemon process, new at each start.
     pub guid: String,
+    /// The daemon's process id.
     pub pid: u32,
     /// The port it listens on.
     pub port: u16,
@@ -21,6 +22,7 @@ pub struct DaemonHealth {
     pub cwd: String,
     /// Seconds since the daemon started.
     pub uptime_seconds: u64,
+    /// Whether the console routes are on, and their PTY backend.
     pub console: ConsoleAvailability,
 }
 
@@ -39,10 +41,13 @@ pub struct CreateConsole {
 /// A console, as `POST /api/pty` and `GET /api/pty` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ConsoleInfo {
+    /// The console's id (`pty-` and 32 hex digits): the path segment of its routes.
     pub id: String,
+    /// Its title (at most 200 bytes).
     pub title: String,
     /// The shell's path.
     pub shell: String,
+    /// Its working directory, canonical.
     pub cwd: String,
     /// `running` or `exited`.
     pub status: String,
@@ -58,7 +63,9 @@ pub struct ConsoleInfo {
 /// `GET /api/pty`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ConsoleList {
+    /// The PTY backend's name.
     pub backend: String,
+    /// Every console, running or exited, until deleted (at most 16).
     pub sessions: Vec<ConsoleInfo>,
 }
 
@@ -77,6 +84,7 @@ pub struct Resize {
 /// to 200 bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Title {
+    /// The new title.
     pub title: String,
 }
 
@@ -87,7 +95,13 @@ pub struct Title {
 pub enum ConsoleControl {
     /// After the replay: the byte offset where live output starts (pass it
     /// as `?cursor=` to resume).
-    Cursor { cursor: u64 },
+    Cursor {
+        /// Bytes of output so far (the replay's end).
+        cursor: u64,
+    },
     /// The shell exited; the socket closes next.
-    Exit { exit_code: i32 },
+    Exit {
+        /// The shell's exit code (128 + N after signal N).
+        exit_code: i32,
+    },
 }

@@ -31,10 +31,12 @@ pub enum InboxStatus {
 /// A session's webhook (`GET` creates it once; `POST` rotates it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Webhook {
+    /// The session the webhook feeds.
     pub session_id: String,
     /// The secret URL to post text to (`http://HOST/webhook/wh_…`; HOST is
     /// the one the client reached the daemon by).
     pub webhook_url: String,
+    /// What a posted event does besides waiting in the inbox.
     pub deliver: Deliver,
 }
 
@@ -56,9 +58,11 @@ pub struct WebhookSettings {
 pub struct WebhookAccepted {
     /// Always true.
     pub ok: bool,
+    /// The session whose inbox took the event.
     pub session_id: String,
     /// The new event's id (`evt_…`).
     pub event_id: String,
+    /// `pending`, or `sent` when it was also queued as a send.
     pub status: InboxStatus,
 }
 
@@ -74,6 +78,7 @@ pub struct WebhookError {
 pub struct InboxEvent {
     /// `evt_` and 32 hex digits.
     pub id: String,
+    /// The session whose inbox holds it.
     pub session_id: String,
     /// stringd's name for the owner (here the session).
     #[serde(rename = "agentId")]
@@ -85,6 +90,7 @@ pub struct InboxEvent {
     pub source: String,
     /// The posted text (stored, never executed), at most 64 KiB.
     pub text: String,
+    /// Where it stands.
     pub status: InboxStatus,
 }
 

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 pub struct RunOutput {
     /// The session the send ran in (pass it to `pirn_send` to continue).
     pub session_id: String,
+    /// The send's id in that session.
     pub send_id: String,
     /// The send's `result.status`: `ok` or `error`.
     pub status: Option<String>,

@@ -15,6 +15,8 @@
 //! results), [`console`] (ACECode's
 //! console PTYs), [`webkit`] (agent-webkit 1.0).
 
+#![deny(missing_docs)]
+
 pub mod console;
 pub mod inbox;
 pub mod mcp;

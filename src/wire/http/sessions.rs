@@ -65,6 +65,7 @@ pub struct SessionCreated {
 /// `GET /v1/sessions/{id}`: a live session's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionStatus {
+    /// The session's id.
     pub session_id: String,
     /// The model the session's requests name.
     pub model: String,
@@ -84,7 +85,9 @@ pub struct SessionStatus {
 /// or a stored one not live here (status fields absent).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionListEntry {
+    /// The session's id.
     pub session_id: String,
+    /// The model the session's requests name.
     pub model: String,
     /// Live sessions: true (it runs on this host). Stored ones: whether some
     /// process holds it (a killed host's sessions read live until another
@@ -117,6 +120,7 @@ pub struct SessionListEntry {
 /// `GET /v1/sessions`: the live sessions, then the stored ones not live here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionList {
+    /// Live sessions first, then stored ones not live on this host.
     pub sessions: Vec<SessionListEntry>,
 }
 
@@ -138,6 +142,7 @@ pub struct SendBody {
 /// follow on the session's streams (SSE, WebSocket, `…/messages`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SendQueued {
+    /// The send's id: its result and events carry it (`result.id`, `send_id`).
     pub send_id: String,
 }
 
@@ -151,6 +156,7 @@ pub struct CancelBody {
 /// `202` to a cancel: the cancelled send's result follows on the streams.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CancelAccepted {
+    /// The send the cancel was for.
     pub send_id: String,
     /// False when the send had already ended or is unknown.
     pub cancelled: bool,
@@ -160,6 +166,7 @@ pub struct CancelAccepted {
 /// `permission_request` event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PermissionAnswer {
+    /// `allow` runs the call; `deny` refuses it (the model is told).
     pub decision: Decision,
 }
 

@@ -54,13 +54,25 @@ pub enum Input {
         interrupt: bool,
     },
     /// pirn asks no questions: always 404.
-    QuestionResponse { correlation_id: String },
+    QuestionResponse {
+        /// The question's id (none exists).
+        correlation_id: String,
+    },
     /// Sets the approval mode (names as in `permission_mode` of the session request).
-    SetPermissionMode { mode: String },
+    SetPermissionMode {
+        /// The new mode.
+        mode: String,
+    },
     /// Sets the model of later sends (null: back to the session's).
-    SetModel { model: Option<String> },
+    SetModel {
+        /// The model name, or null.
+        model: Option<String>,
+    },
     /// Cancels a running or queued send by its id (its `message_id`).
-    StopTask { task_id: String },
+    StopTask {
+        /// The send's id.
+        task_id: String,
+    },
 }
 
 /// A text content block.
@@ -69,6 +81,7 @@ pub struct TextBlock {
     /// Always `text`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The text.
     pub text: String,
 }
 
@@ -82,6 +95,7 @@ impl TextBlock {
 /// `session_ready` (id 0, first on a fresh stream).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionReady {
+    /// The pirn session the stream follows.
     pub session_id: String,
     /// Always `1.0`.
     pub protocol_version: String,
@@ -92,15 +106,18 @@ pub struct SessionReady {
 pub struct MessageDelta {
     /// The send's id (one assistant message per send).
     pub message_id: String,
+    /// The new text.
     pub delta: TextBlock,
 }
 
 /// `tool_use`: a tool call starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ToolUse {
+    /// The send's id (the assistant message the call belongs to).
     pub message_id: String,
     /// The model's tool-call id.
     pub tool_use_id: Option<String>,
+    /// The tool's name (`read_file`, `bash`, …, or `mcp__server__tool`).
     pub tool_name: String,
     /// The call's arguments.
     pub input: Value,
@@ -109,9 +126,11 @@ pub struct ToolUse {
 /// `tool_result`: a tool call ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ToolResult {
+    /// The `tool_use_id` of the call's `tool_use` event.
     pub tool_use_id: Option<String>,
     /// pirn's result preview (at most 500 characters).
     pub output: String,
+    /// True when the tool reported a failure to the model.
     pub is_error: Option<bool>,
 }
 
@@ -121,31 +140,40 @@ pub struct ToolResult {
 pub struct PermissionRequest {
     /// The id to answer with (pirn's `request_id`).
     pub correlation_id: String,
+    /// The tool the call wants to run.
     pub tool_name: String,
+    /// The call's arguments.
     pub input: Value,
+    /// Why it is asked, and in which message.
     pub context: PermissionContext,
 }
 
 /// Why a permission is asked, and in which message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PermissionContext {
+    /// Why approval is needed (the approval mode or rule that asks).
     pub reason: String,
+    /// The send's id.
     pub message_id: String,
 }
 
 /// `message_complete`: the send's final answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct MessageComplete {
+    /// The send's id.
     pub message_id: String,
+    /// The whole answer.
     pub message: AssistantMessage,
 }
 
 /// The assistant message of a send.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AssistantMessage {
+    /// The send's id.
     pub id: String,
     /// Always `assistant`.
     pub role: String,
+    /// The answer's text, as one block.
     pub content: Vec<TextBlock>,
     /// pirn's `stop_reason` (`end_turn`, …).
     pub stop_reason: Option<String>,
@@ -156,26 +184,32 @@ pub struct AssistantMessage {
 pub struct WebkitError {
     /// pirn's error code (`cancelled`, `model_error`, …).
     pub code: Option<String>,
+    /// What went wrong, for a person.
     pub message: Option<String>,
 }
 
 /// `result`: the send ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct WebkitResult {
+    /// The pirn session.
     pub session_id: Option<String>,
     /// `success`, `error_max_turns` or `error_during_execution`.
     pub subtype: String,
+    /// True unless the send ended `ok`.
     pub is_error: bool,
     /// The final answer's text.
     pub result: Option<String>,
+    /// pirn's `stop_reason` (`end_turn`, `max_iterations`, `cancelled`, …).
     pub stop_reason: Option<String>,
     /// Model calls of the send.
     pub num_turns: Option<u64>,
     /// Wall time of the send, ms.
     pub duration_ms: Option<u64>,
+    /// Tokens over the send's model calls.
     pub usage: Option<Usage>,
     /// Always 0: pirn does not price tokens.
     pub total_cost_usd: f64,
+    /// The send's id.
     pub message_id: String,
 }
 
