@@ -25,6 +25,20 @@ pub struct ServeArgs {
     /// closed (its log kept: it can be resumed).
     #[arg(long, default_value_t = 3600)]
     session_idle_secs: u64,
+    /// Sends that may wait behind the running one in a session; one more
+    /// answers 429.
+    #[arg(long, default_value_t = http::MAX_QUEUE)]
+    max_queue: usize,
+    /// Join the group of hosts on the same Postgres store (PIRN_STORE),
+    /// reached by peers at URL (http://HOST:PORT): any host then serves any
+    /// session, forwarding to the one that runs it. A port of 0 stands for
+    /// the port bound.
+    #[arg(long, value_name = "URL")]
+    advertise_url: Option<String>,
+    /// How long a group host's claim on a session lasts without renewal;
+    /// a dead host's sessions are taken over after it.
+    #[arg(long, default_value_t = 10, requires = "advertise_url")]
+    lease_secs: u64,
     /// Serve terminals: muti's shell WebSocket and ACECode's console PTYs.
     /// They run commands without the approval gate; off by default.
     #[arg(long)]
@@ -114,6 +128,9 @@ impl ServeArgs {
             token: self.token.clone().or_else(|| std::env::var("PIRN_TOKEN").ok()),
             queue_timeout: std::time::Duration::from_secs(self.queue_timeout_secs),
             max_sessions: self.max_sessions,
+            max_queue: self.max_queue.max(1),
+            advertise_url: self.advertise_url.as_ref().map(|u| u.trim_end_matches('/').to_owned()),
+            lease: std::time::Duration::from_secs(self.lease_secs.max(1)),
             session_idle: std::time::Duration::from_secs(self.session_idle_secs.max(1)),
             terminals,
             trust: http::guard::Trust {

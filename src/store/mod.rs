@@ -68,6 +68,10 @@ pub enum StoreError {
     /// Another process holds the session open.
     #[error("session {0:?} is open in another process")]
     Busy(String),
+    /// Another host holds a live lease on the session (a `pirn serve`
+    /// group): it runs there, reached at `url`.
+    #[error("session {session:?} runs on host {owner:?} (its lease is live)")]
+    Owned { session: String, owner: String, url: Option<String> },
     /// Another process resumed the session; this one may no longer write it.
     #[error("session {0:?} was taken over by another process")]
     Superseded(String),
@@ -161,6 +165,14 @@ pub fn check_id(id: &str) -> Result<(), StoreError> {
 }
 
 impl Store {
+    /// The Postgres store, when this is one (a `pirn serve` group needs it).
+    pub fn postgres(&self) -> Option<&Arc<postgres::PgStore>> {
+        match self {
+            Store::Postgres(s) => Some(s),
+            Store::File(_) => None,
+        }
+    }
+
     /// The store the environment asks for: `None` when `PIRN_PERSIST=0`;
     /// Postgres when `PIRN_STORE` is a `postgres://` or `postgresql://`
     /// URL; else the file store under [`home`]. `PIRN_TENANT` names the
@@ -195,7 +207,9 @@ impl Store {
     /// Makes this process the session's one writer. Returns the fencing
     /// epoch its appends carry. File store: an exclusive lock on the file
     /// (`Busy` when another process holds it); Postgres: the epoch is
-    /// raised, so a process that held it before can no longer append.
+    /// raised, so a process that held it before can no longer append
+    /// (`Owned` while another host holds a live lease on it: see
+    /// [`postgres::lease`]).
     pub async fn claim(&self, session_id: &str) -> Result<u64, StoreError> {
         check_id(session_id)?;
         match self {

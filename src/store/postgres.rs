@@ -5,11 +5,14 @@
 //! so hosts starting together do not race), appends, claims and LISTEN.
 //!
 //! - `pirn_sessions(tenant, session_id, created_ms, updated_ms, next_seq,
-//!   epoch, owner)`: one row per session; appends lock it (`FOR UPDATE`),
-//!   which keeps concurrent appends to one session in order and `seq`
-//!   gap-free. `epoch` fences: [`PgStore::claim`] raises it, and an append
-//!   carrying an older epoch is refused (`Superseded`), so a host that lost
-//!   a session (it was resumed elsewhere) cannot write into it.
+//!   epoch, owner, owner_url, lease_until_ms)`: one row per session;
+//!   appends lock it (`FOR UPDATE`), which keeps concurrent appends to one
+//!   session in order and `seq` gap-free. `epoch` fences: a claim raises
+//!   it, and an append carrying an older epoch is refused (`Superseded`),
+//!   so a host that lost a session (it was resumed elsewhere) cannot write
+//!   into it. Who owns a session, and for how long, is [`lease`]'s.
+//! - `pirn_hosts(tenant, host_id, url, started_ms, heartbeat_ms)`: the
+//!   hosts of a `pirn serve` group ([`lease`]).
 //! - `pirn_entries(tenant, session_id, seq, writer, n, at_ms, kind, body)`:
 //!   `body` is the entry's JSON body as the file store writes it; `(tenant,
 //!   session_id, writer, n)` is unique, and an append skips ids already
@@ -35,6 +38,8 @@ use tokio_postgres::{AsyncMessage, NoTls};
 use super::entry::{Body, NewEntry, Stored, now_ms};
 use super::file::title_of;
 use super::{Appended, SessionInfo, StoreError};
+
+pub mod lease;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS pirn_sessions (
@@ -90,6 +95,18 @@ BEGIN
     RETURN v_next + v_count - 1;
 END
 $$;
+ALTER TABLE pirn_sessions ADD COLUMN IF NOT EXISTS owner_url text;
+ALTER TABLE pirn_sessions ADD COLUMN IF NOT EXISTS lease_until_ms bigint;
+CREATE TABLE IF NOT EXISTS pirn_hosts (
+    tenant text NOT NULL,
+    host_id text NOT NULL,
+    url text NOT NULL,
+    started_ms bigint NOT NULL,
+    heartbeat_ms bigint NOT NULL,
+    PRIMARY KEY (tenant, host_id)
+);
+CREATE OR REPLACE FUNCTION pirn_now_ms() RETURNS bigint
+LANGUAGE sql AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
 ";
 
 /// An arbitrary constant naming pirn's schema lock.
@@ -111,8 +128,12 @@ pub struct PgStore {
     timeout: Duration,
     config: tokio_postgres::Config,
     tenant: String,
+    /// This process's name in `owner` columns (`hostname:pid`).
     owner: String,
     watch: OnceCell<broadcast::Sender<Appended>>,
+    /// Set by a `pirn serve` host of a group (`--advertise-url`): its
+    /// claims are leases ([`lease`]).
+    lease: std::sync::OnceLock<lease::Lease>,
 }
 
 /// A database error with its SQLSTATE, found on `e` or its sources (a
@@ -168,51 +189,20 @@ impl PgStore {
         .await?;
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let owner = format!("{}:{}", host.trim(), std::process::id());
-        Ok(PgStore { pool, timeout, config, tenant: tenant.to_owned(), owner, watch: OnceCell::new() })
+        Ok(PgStore {
+            pool,
+            timeout,
+            config,
+            tenant: tenant.to_owned(),
+            owner,
+            watch: OnceCell::new(),
+            lease: std::sync::OnceLock::new(),
+        })
     }
 
     /// The tenant this store reads and writes.
     pub fn tenant(&self) -> &str {
         &self.tenant
-    }
-
-    /// See [`super::Store::claim`].
-    pub async fn claim(&self, id: &str) -> Result<u64, StoreError> {
-        timed("claim the session", self.timeout, self.claim_now(id)).await
-    }
-
-    async fn claim_now(&self, id: &str) -> Result<u64, StoreError> {
-        let client = self.pool.get().await.map_err(pg)?;
-        let now = now_ms() as i64;
-        let row = client
-            .query_one(
-                "INSERT INTO pirn_sessions (tenant, session_id, created_ms, updated_ms, epoch, owner)
-                 VALUES ($1, $2, $3, $3, 1, $4)
-                 ON CONFLICT (tenant, session_id)
-                 DO UPDATE SET epoch = pirn_sessions.epoch + 1, owner = $4
-                 RETURNING epoch",
-                &[&self.tenant, &id, &now, &self.owner],
-            )
-            .await
-            .map_err(pg)?;
-        Ok(row.get::<_, i64>(0) as u64)
-    }
-
-    /// Clears the owner if `epoch` is still the session's.
-    pub async fn release(&self, id: &str, epoch: u64) {
-        let released = async {
-            let client = self.pool.get().await.map_err(pg)?;
-            client
-                .execute(
-                    "UPDATE pirn_sessions SET owner = NULL WHERE tenant = $1 AND session_id = $2 AND epoch = $3",
-                    &[&self.tenant, &id, &(epoch as i64)],
-                )
-                .await
-                .map_err(pg)
-        };
-        if let Err(e) = timed("release the session", self.timeout, released).await {
-            tracing::warn!(session_id = id, "releasing the session: {e}");
-        }
     }
 
     /// See [`super::Store::append`].

@@ -15,6 +15,7 @@ mod failover;
 mod faults;
 mod finish;
 mod golden;
+mod group;
 mod hardening;
 mod http;
 mod inbox;

@@ -20,6 +20,8 @@ pub mod api;
 pub mod auth;
 pub mod console;
 pub mod events;
+pub mod forward;
+pub mod group;
 pub mod guard;
 pub mod history;
 pub mod inbox;
@@ -54,7 +56,7 @@ use api::ApiError;
 
 pub use api::{DRAIN_LIMIT, MAX_BODY};
 
-/// Sends that may wait behind the running one in a session.
+/// Sends that may wait behind the running one in a session, by default (`--max-queue`).
 pub const MAX_QUEUE: usize = 5;
 /// SSE keepalive comment interval.
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -67,6 +69,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/health"),
     ("POST", "/shutdown"),
     ("GET", "/openapi.json"),
+    ("GET", "/v1/hosts"),
     ("GET", "/v1/sessions"),
     ("POST", "/v1/sessions"),
     ("GET", "/v1/sessions/{id}"),
@@ -116,6 +119,13 @@ pub struct ServeOptions {
     pub session_idle: Duration,
     /// Terminals (`--terminals`); `None`: their routes answer 404.
     pub terminals: Option<TerminalOptions>,
+    /// How peers reach this host (`--advertise-url`): joins the group of
+    /// hosts on the same Postgres store ([`group`]).
+    pub advertise_url: Option<String>,
+    /// How long a group host's claim on a session lasts unrenewed (`--lease-secs`).
+    pub lease: Duration,
+    /// Sends that may wait behind the running one in a session (`--max-queue`).
+    pub max_queue: usize,
     /// Who may reach the daemon and what sessions may ask for
     /// (`--allow-host`, `--allow-origin`, `--allow-mcp-command`,
     /// `--sandbox`, `--no-network`, `--env-passthrough`).
@@ -169,6 +179,10 @@ pub struct App {
     /// The address bound (a Host naming it is accepted off loopback).
     bind: IpAddr,
     trust: guard::Trust,
+    /// This host's group, with `--advertise-url`.
+    group: Option<Arc<group::Group>>,
+    /// `--max-queue`.
+    max_queue: usize,
 }
 
 impl App {
@@ -208,6 +222,11 @@ impl App {
                 sessions::close_session(&self, &id).await;
             }
         }
+    }
+
+    /// Whether session `id` runs on this host.
+    fn is_live(&self, id: &str) -> bool {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).contains_key(id)
     }
 
     fn all(&self) -> Vec<Arc<HttpSession>> {
@@ -255,6 +274,20 @@ pub async fn serve(opts: ServeOptions) -> i32 {
     };
     let local = listener.local_addr().ok();
     let addr = local.map(|a| a.to_string()).unwrap_or_default();
+    let env = crate::transport::stdio::with_store(Environment::from_process()).await;
+    // An advertised port 0 is the port bound (for hosts started on `--port 0`).
+    let advertise = opts.advertise_url.as_ref().map(|u| match (u.strip_suffix(":0"), local) {
+        (Some(base), Some(a)) => format!("{base}:{}", a.port()),
+        _ => u.clone(),
+    });
+    let group = match (&advertise, env.store.as_ref().and_then(|s| s.postgres())) {
+        (None, _) => None,
+        (Some(url), Some(pg)) => Some(Arc::new(group::Group::new(pg.clone(), url.clone(), opts.lease))),
+        (Some(_), None) => {
+            eprintln!("pirn serve: --advertise-url needs a shared Postgres store (PIRN_STORE=postgres://…)");
+            return 2;
+        }
+    };
     let app = Arc::new(App {
         sessions: Mutex::new(HashMap::new()),
         token: opts.token.filter(|t| !t.is_empty()),
@@ -262,7 +295,7 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         queue_timeout: opts.queue_timeout,
         max_sessions: opts.max_sessions,
         session_idle: opts.session_idle,
-        env: crate::transport::stdio::with_store(Environment::from_process()).await,
+        env,
         terminals: opts.terminals.map(Terminals::new),
         inbox: inbox::Inboxes::default(),
         local_addr: addr.clone(),
@@ -271,6 +304,8 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         started: std::time::Instant::now(),
         bind: opts.bind,
         trust: opts.trust,
+        group: group.clone(),
+        max_queue: opts.max_queue,
     });
     // The one line serve prints: where it listens (scripts read it).
     let mut out = std::io::stdout();
@@ -297,6 +332,9 @@ pub async fn serve(opts: ServeOptions) -> i32 {
     };
     let service = router(app.clone()).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(app.clone().reap_idle());
+    if let Some(g) = &group {
+        tokio::spawn(group::keep_leases(app.clone(), g.clone()));
+    }
     let server = axum::serve(listener, service).with_graceful_shutdown(stop).into_future();
     let server = async {
         tokio::pin!(server);
@@ -306,7 +344,11 @@ pub async fn serve(opts: ServeOptions) -> i32 {
             _ = async { stopped.cancelled().await; tokio::time::sleep(DRAIN_TIMEOUT).await } => Ok(()),
         }
     };
-    match server.await {
+    let served = server.await;
+    if let Some(g) = &group {
+        g.store.leave().await;
+    }
+    match served {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("pirn serve: {e}");
@@ -329,6 +371,7 @@ fn router(app: Arc<App>) -> Router {
     router
         .route("/health", get(sessions::health))
         .route("/openapi.json", get(openapi::openapi_json))
+        .route("/v1/hosts", get(group::hosts))
         .route("/api/health", get(console::health))
         .route("/shutdown", post(sessions::shutdown))
         .route("/v1/sessions", get(sessions::list_sessions).post(sessions::create_session))
@@ -351,6 +394,8 @@ fn router(app: Arc<App>) -> Router {
         .route("/agent-webkit/sessions/{id}/input", post(webkit::input))
         .route_service("/mcp", mcp::service(app.clone()))
         .fallback(|| async { ApiError::not_found("no such route") })
+        // After the token check: only an authorised request is forwarded.
+        .layer(middleware::from_fn_with_state(app.clone(), group::route))
         .layer(middleware::from_fn_with_state(app.clone(), auth::require_token))
         .layer(guard::cors(&app.trust))
         .layer(middleware::from_fn(auth::preflight_no_content))

@@ -19,7 +19,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::{console, events, history, inbox, sends, sessions, shell, webkit, ws};
+use super::{console, events, group, history, inbox, sends, sessions, shell, webkit, ws};
 use crate::wire::http::{ErrorBody, Ok, console as c, inbox as i, mcp, sessions as s, webkit as w};
 
 /// The document's description: who is trusted and the limits every route shares.
@@ -37,7 +37,7 @@ is ErrorBody ({error, message}) but the webhook's, which keeps stringd's {error}
 #[openapi(
     info(title = "pirn serve", description = DESCRIPTION),
     paths(
-        sessions::health, sessions::shutdown, openapi_json,
+        sessions::health, sessions::shutdown, openapi_json, group::hosts,
         sessions::list_sessions, sessions::create_session, sessions::session_status, sessions::delete_session,
         sends::create_send, events::events, history::messages, sends::cancel, sends::compact, sends::permission,
         ws::websocket,

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::api::{ApiError, json_body};
 use super::events::{Withdraw, frame_stream};
-use super::{App, KEEPALIVE, MAX_QUEUE};
+use super::{App, KEEPALIVE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::wire::http::ErrorBody;
@@ -61,7 +61,7 @@ pub async fn create_send(
         SendRejected::QueueFull => ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "QUEUE_FULL",
-            format!("{MAX_QUEUE} sends are already waiting; try again later"),
+            format!("{} sends are already waiting; try again later", app.max_queue),
         ),
         e @ SendRejected::Closing => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
         SendRejected::InvalidRequest(message) => ApiError::new(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message),

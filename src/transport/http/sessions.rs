@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::api::{ApiError, read_body};
-use super::{App, HttpSession, MAX_QUEUE};
+use super::{App, HttpSession};
 use crate::config::Limits;
 use crate::session::{OpenError, ResumeError, Session};
 use crate::store::StoreError;
@@ -27,12 +27,17 @@ use crate::wire::{self, InitConfig, PROTOCOL_VERSION, ProtocolVersion};
     security(()),
     responses((status = 200, description = "the daemon is up", body = Health)))]
 pub async fn health(State(app): State<Arc<App>>) -> axum::Json<Health> {
+    let sessions = app.all().len() as u64;
+    let group = app.group.as_ref();
     axum::Json(Health {
         ok: true,
         version: env!("CARGO_PKG_VERSION").to_owned(),
         protocol_version: PROTOCOL_VERSION.to_owned(),
-        sessions: app.all().len() as u64,
+        sessions,
         console: app.console_health(),
+        host_id: group.map(|g| g.host_id().to_owned()),
+        advertise_url: group.map(|g| g.url.clone()),
+        sessions_owned: group.map(|_| sessions),
     })
 }
 
@@ -110,7 +115,7 @@ pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) ->
     if app.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= app.max_sessions {
         return Err(full());
     }
-    let limits = Limits { max_queue: Some(MAX_QUEUE), queue_timeout: Some(app.queue_timeout) };
+    let limits = Limits { max_queue: Some(app.max_queue), queue_timeout: Some(app.queue_timeout) };
     let (hub, outbox) = Hub::start();
     let opened = Session::open(Some(requested), &config, &app.env, limits, outbox).await;
     let session = opened.map_err(|e| match e {
@@ -118,6 +123,9 @@ pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) ->
         OpenError::Config(e) => invalid(&e),
         e @ OpenError::Resume { reason: ResumeError::Store(StoreError::NotFound(_)), .. } => {
             ApiError::not_found(e.to_string())
+        }
+        e @ OpenError::Resume { reason: ResumeError::Store(StoreError::Owned { .. }), .. } => {
+            ApiError::new(StatusCode::CONFLICT, "SESSION_OWNED", e.to_string())
         }
         e @ OpenError::Resume { .. } => ApiError::new(StatusCode::CONFLICT, "CANNOT_RESUME", e.to_string()),
     })?;

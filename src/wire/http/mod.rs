@@ -11,6 +11,7 @@
 //! [`crate::wire::OutgoingMessage`] lines (`protocol/response.schema.json`).
 //!
 //! One file per surface: [`sessions`] (`/v1/sessions…` and `/health`),
+//! [`group`] (`/v1/hosts`),
 //! [`inbox`] (the webhook inbox, after stringd), [`mcp`] (`/mcp` tool
 //! results), [`console`] (ACECode's
 //! console PTYs), [`webkit`] (agent-webkit 1.0).
@@ -18,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod console;
+pub mod group;
 pub mod inbox;
 pub mod mcp;
 pub mod sessions;

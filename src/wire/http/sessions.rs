@@ -19,6 +19,16 @@ pub struct Health {
     pub sessions: u64,
     /// Whether the console routes are on.
     pub console: ConsoleAvailability,
+    /// A group host (`--advertise-url`): its id, the `owner` of the
+    /// sessions it runs (`hostname:pid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_id: Option<String>,
+    /// A group host: how peers reach it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertise_url: Option<String>,
+    /// A group host: the sessions it runs, each under its lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions_owned: Option<u64>,
 }
 
 /// Whether `pirn serve` runs with `--terminals`, as ACECode's health shows

@@ -1,0 +1,272 @@
+//! A group of `pirn serve` hosts on one Postgres (`--advertise-url`,
+//! `--lease-secs`): any host serves any session.
+//!
+//! Owns: where a request for a session goes, and the host's leases.
+//! - A request that needs the session's live state (sends, cancel,
+//!   compact, permission answers, status, close, its WebSocket, webhook and
+//!   inbox; agent-webkit's stream, input and close) is served here when the
+//!   session is live here; forwarded to the owner when another host holds
+//!   a live lease on it ([`super::forward`]); and otherwise taken over: the
+//!   session is resumed here from its log (a send that was running on the
+//!   old owner is reported interrupted, as any resume reports it), and the
+//!   request served. A request for a session whose owner does not answer
+//!   waits until the owner's lease lapses (at most the lease), then takes
+//!   it over. Two hosts taking over at once: the database lets one claim
+//!   win; the other forwards to it.
+//! - What the log can answer (`…/events`, `…/messages`, the listing) is
+//!   served by any host from the store, as before.
+//! - Every third of the lease the host renews all of its leases in one
+//!   statement; a live session the renewal no longer finds was taken over
+//!   by another host (this one was paused or cut off), and is closed here:
+//!   its late appends are refused by the store's fencing anyway.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response as HttpResponse};
+
+use super::api::{ApiError, read_body};
+use super::forward::{FORWARDED, Unreachable, forward, forward_upgrade};
+use super::{App, sessions};
+use crate::store::StoreError;
+use crate::store::postgres::PgStore;
+use crate::store::postgres::lease::{Lease, Owner};
+use crate::wire::http::group::{GroupHost, GroupStatus, SessionLease};
+
+/// How often a request for a session with an unreachable owner looks again.
+const RETRY: Duration = Duration::from_millis(200);
+
+/// This host's place in its group.
+pub struct Group {
+    pub store: Arc<PgStore>,
+    /// How peers reach this host.
+    pub url: String,
+    /// `--lease-secs`.
+    pub lease: Duration,
+    /// Unix ms this host started (its `pirn_hosts` row).
+    pub started_ms: u64,
+    client: reqwest::Client,
+    /// One takeover at a time on this host (two requests for the same
+    /// free session must not open it twice).
+    taking: tokio::sync::Mutex<()>,
+}
+
+impl Group {
+    /// Joins the group on `store` as the host reached at `url`, claiming
+    /// with leases of `lease`.
+    pub fn new(store: Arc<PgStore>, url: String, lease: Duration) -> Group {
+        store.set_lease(Lease { url: url.clone(), duration_ms: lease.as_millis() as u64 });
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client =
+            reqwest::Client::builder().connect_timeout(lease).pool_idle_timeout(Duration::from_secs(30)).build();
+        Group {
+            store,
+            url,
+            lease,
+            started_ms: crate::store::entry::now_ms(),
+            client: client.unwrap_or_default(),
+            taking: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// This host's id (its `owner` in the store).
+    pub fn host_id(&self) -> &str {
+        self.store.host_id()
+    }
+}
+
+/// The session a request acts on, when serving it needs the session live:
+/// `(id, may take it over)`. A close (`DELETE`) is forwarded to a live
+/// owner but never takes a session over.
+fn session_of<'p>(method: &Method, path: &'p str) -> Option<(&'p str, bool)> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let take = *method != Method::DELETE;
+    match parts.as_slice() {
+        ["v1", "sessions", id] if *method != Method::POST => Some((id, take)),
+        ["v1", "sessions", id, "sends" | "cancel" | "compact" | "ws" | "webhook" | "inbox"] => Some((id, take)),
+        ["v1", "sessions", id, "permissions", _] | ["v1", "sessions", id, "inbox", _, "ack"] => Some((id, take)),
+        ["agent-webkit", "sessions", id] | ["agent-webkit", "sessions", id, "stream" | "input"] => Some((id, take)),
+        _ => None,
+    }
+}
+
+/// Middleware: serves, forwards or takes over, as the module doc says.
+pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> HttpResponse {
+    let Some(group) = app.group.clone() else { return next.run(req).await };
+    let Some((id, may_take)) = session_of(req.method(), req.uri().path()) else { return next.run(req).await };
+    let id = id.to_owned();
+    if app.is_live(&id) {
+        return next.run(req).await;
+    }
+    if req.headers().contains_key(FORWARDED) {
+        // Sent here as the owner: never forwarded again. Not live here any
+        // more (closed meanwhile): take it over if nobody holds it.
+        if may_take && let Err(e) = take_over(&app, &group, &id).await {
+            return e.into_response();
+        }
+        return next.run(req).await;
+    }
+    let upgrade = req.headers().contains_key("upgrade");
+    let (parts, body, mut upgrade_req) = if upgrade {
+        (None, bytes::Bytes::new(), Some(req))
+    } else {
+        let (parts, body) = req.into_parts();
+        match read_body(body).await {
+            Ok(b) => (Some(parts), bytes::Bytes::from(b), None),
+            Err(e) => return e.into_response(),
+        }
+    };
+    // An unreachable owner's lease lapses within one lease; a little more
+    // for the takeover itself.
+    let deadline = Instant::now() + group.lease + Duration::from_secs(2);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match group.store.locate(&id).await {
+            Err(StoreError::NotFound(_)) => break,
+            Err(e) => return sessions::store_error(e).into_response(),
+            Ok(Owner::Host { url, .. }) if url != group.url => {
+                let sent = match (&parts, upgrade_req.take()) {
+                    (Some(parts), _) => {
+                        forward(&group.client, parts, body.clone(), &url, group.host_id(), group.lease).await
+                    }
+                    (None, Some(req)) => forward_upgrade(req, &url, group.host_id(), group.lease).await,
+                    (None, None) => Err(Unreachable("the upgrade request was spent on an earlier try".into())),
+                };
+                match sent {
+                    Ok(resp) => return resp,
+                    Err(Unreachable(why)) => {
+                        tracing::debug!(session_id = %id, owner = %url, "owner unreachable: {why}");
+                        last = format!("its owner {url} does not answer ({why})");
+                        if upgrade {
+                            // The upgrade cannot be replayed: the client retries.
+                            break;
+                        }
+                        tokio::time::sleep(RETRY).await;
+                    }
+                }
+            }
+            Ok(_) if !may_take => break,
+            Ok(_) => match take_over(&app, &group, &id).await {
+                Ok(()) => break,
+                // Another host won the claim: forward to it.
+                Err(e) if e.code == "SESSION_OWNED" => continue,
+                Err(e) => return e.into_response(),
+            },
+        }
+    }
+    if !app.is_live(&id) && !last.is_empty() {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "OWNER_UNREACHABLE",
+            format!("session {id:?}: {last}; try again"),
+        )
+        .into_response();
+    }
+    let req = match (parts, upgrade_req) {
+        (Some(parts), _) => Request::from_parts(parts, axum::body::Body::from(body)),
+        (None, Some(req)) => req,
+        (None, None) => {
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "OWNER_UNREACHABLE", "try again").into_response();
+        }
+    };
+    next.run(req).await
+}
+
+/// Resumes session `id` here from its log (a no-op when it is live here).
+async fn take_over(app: &Arc<App>, group: &Group, id: &str) -> Result<(), ApiError> {
+    let _one = group.taking.lock().await;
+    if app.is_live(id) {
+        return Ok(());
+    }
+    sessions::resume_stored(app, id).await?;
+    tracing::info!(session_id = %id, "took the session over");
+    Ok(())
+}
+
+/// `GET /v1/hosts`: the group's hosts and who holds which session (404
+/// when this daemon is not a group host).
+#[utoipa::path(get, path = "/v1/hosts", operation_id = "group_status", tag = "daemon",
+    summary = "The group's hosts (with --advertise-url) and who holds which session",
+    responses(
+        (status = 200, description = "hosts and leases", body = GroupStatus),
+        (status = 404, description = "not a group host (started without --advertise-url)", body = crate::wire::http::ErrorBody),
+        (status = 503, description = "STORE_UNAVAILABLE", body = crate::wire::http::ErrorBody)))]
+pub async fn hosts(State(app): State<Arc<App>>) -> Result<axum::Json<GroupStatus>, ApiError> {
+    let group = app
+        .group
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("not a group host (start pirn serve with --advertise-url)"))?;
+    let (hosts, leases) = group.store.group().await.map_err(sessions::store_error)?;
+    Ok(axum::Json(GroupStatus {
+        host_id: group.host_id().to_owned(),
+        hosts: hosts
+            .into_iter()
+            .map(|h| GroupHost {
+                host_id: h.host_id,
+                url: h.url,
+                started_ms: h.started_ms,
+                heartbeat_ms: h.heartbeat_ms,
+                alive: h.alive,
+                sessions: h.sessions,
+            })
+            .collect(),
+        leases: leases
+            .into_iter()
+            .map(|l| SessionLease {
+                session_id: l.session_id,
+                owner: l.owner,
+                owner_url: l.owner_url,
+                lease_until_ms: l.lease_until_ms,
+                epoch: l.epoch,
+                live: l.live,
+            })
+            .collect(),
+    }))
+}
+
+/// Renews this host's leases every third of the lease until the daemon
+/// stops; closes the live sessions another host took over.
+pub async fn keep_leases(app: Arc<App>, group: Arc<Group>) {
+    let every = (group.lease / 3).max(Duration::from_millis(100));
+    loop {
+        // Sessions opened after this list was taken were claimed after the
+        // renewal may have run: not judged this round.
+        let before: Vec<String> = app.all().iter().map(|s| s.session.config().session_id.clone()).collect();
+        match group.store.renew(group.started_ms).await {
+            Ok(owned) => {
+                for id in before {
+                    if !owned.contains(&id) && app.is_live(&id) {
+                        tracing::warn!(session_id = %id, "another host took the session over; closing it here");
+                        sessions::close_session(&app, &id).await;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("renewing the leases: {e}"),
+        }
+        tokio::select! {
+            _ = app.shutdown.cancelled() => break,
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_requests_need_the_session_live() {
+        let get = Method::GET;
+        assert_eq!(session_of(&Method::POST, "/v1/sessions/s1/sends"), Some(("s1", true)));
+        assert_eq!(session_of(&get, "/v1/sessions/s1"), Some(("s1", true)));
+        assert_eq!(session_of(&Method::DELETE, "/v1/sessions/s1"), Some(("s1", false)));
+        assert_eq!(session_of(&Method::POST, "/v1/sessions/s1/permissions/r"), Some(("s1", true)));
+        assert_eq!(session_of(&get, "/agent-webkit/sessions/s1/stream"), Some(("s1", true)));
+        for served_from_the_log in ["/v1/sessions/s1/events", "/v1/sessions/s1/messages", "/v1/sessions", "/health"] {
+            assert_eq!(session_of(&get, served_from_the_log), None, "{served_from_the_log}");
+        }
+    }
+}
