@@ -335,6 +335,14 @@ pub async fn serve(opts: ServeOptions) -> i32 {
     if let Some(g) = &group {
         tokio::spawn(group::keep_leases(app.clone(), g.clone()));
     }
+    // Frames are small and written as they come: Nagle's algorithm would
+    // hold each one back until the previous is acknowledged (a 40 ms stall
+    // against a client that delays its ACKs).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
+    });
     let server = axum::serve(listener, service).with_graceful_shutdown(stop).into_future();
     let server = async {
         tokio::pin!(server);
