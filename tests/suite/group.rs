@@ -263,3 +263,28 @@ async fn concurrent_sends_over_three_hosts_run_one_at_a_time() {
     let total: Value = call(c.get(format!("{}/v1/sessions/{sid}", hosts[2].base))).await.1;
     assert_eq!(total["messages_count"], 41, "{total}");
 }
+
+/// A group needs the shared Postgres store and a plain-HTTP URL: anything
+/// else refuses to start (exit 2) and says why.
+#[tokio::test]
+async fn a_group_host_without_postgres_or_with_a_bad_url_refuses_to_start() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().to_str().unwrap();
+    for (url, store, why) in [
+        ("http://127.0.0.1:0", "", "needs a shared Postgres store"),
+        ("https://10.0.0.5:3923", "postgres://nobody@127.0.0.1:9/none", "expected http://HOST:PORT"),
+    ] {
+        let mut envs = vec![("PIRN_HOME", home)];
+        if !store.is_empty() {
+            envs.push(("PIRN_STORE", store));
+        }
+        let out = super::worker::pirn_command("http://127.0.0.1:9/v1", &envs)
+            .args(["serve", "--port", "0", "--advertise-url", url])
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(stderr.contains(why), "{url}: {stderr}");
+    }
+}

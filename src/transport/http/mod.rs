@@ -280,6 +280,10 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         (Some(base), Some(a)) => format!("{base}:{}", a.port()),
         _ => u.clone(),
     });
+    if let Some(url) = advertise.as_deref().filter(|u| !u.starts_with("http://") || u.len() <= "http://".len()) {
+        eprintln!("pirn serve: --advertise-url {url:?}: expected http://HOST:PORT (group traffic is plain HTTP)");
+        return 2;
+    }
     let group = match (&advertise, env.store.as_ref().and_then(|s| s.postgres())) {
         (None, _) => None,
         (Some(url), Some(pg)) => Some(Arc::new(group::Group::new(pg.clone(), url.clone(), opts.lease))),
