@@ -82,6 +82,20 @@ fn try_lock(file: &File) -> std::io::Result<bool> {
     if e.kind() == std::io::ErrorKind::WouldBlock { Ok(false) } else { Err(e) }
 }
 
+/// Whether another process holds `file`'s log (an exclusive `flock`).
+/// Probed with a shared lock, released at once: two processes listing the
+/// same logs at the same moment do not see each other's probe as a holder
+/// (an exclusive probe would), and an unreadable lock state counts as held.
+fn held_elsewhere(file: &File) -> bool {
+    // SAFETY: flock on a descriptor this `File` owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
+        // SAFETY: as above; dropping our shared lock.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        return false;
+    }
+    true
+}
+
 impl FileStore {
     /// A store for `tenant` under `root` (created on first write).
     pub fn new(root: PathBuf, tenant: &str) -> FileStore {
@@ -314,7 +328,7 @@ impl FileStore {
                 _ => None,
             })
             .unwrap_or_default();
-        let live = self.claimed(id) || (!self.table().contains_key(id) && !try_lock(&file).unwrap_or(true));
+        let live = self.claimed(id) || (!self.table().contains_key(id) && held_elsewhere(&file));
         Ok(Some(SessionInfo {
             session_id: id.to_owned(),
             title,
@@ -367,6 +381,23 @@ fn reopen(id: &str, path: &Path, len: u64) -> Result<File, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_probe_does_not_look_like_a_holder_to_another_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(&path, b"").unwrap();
+        let (a, b) = (File::open(&path).unwrap(), File::open(&path).unwrap());
+        // Another lister, mid-probe: a shared lock on its own description.
+        // SAFETY: flock on a descriptor `a` owns.
+        assert_eq!(unsafe { libc::flock(a.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) }, 0);
+        assert!(!held_elsewhere(&b), "a probe is not a holder");
+        // SAFETY: as above.
+        unsafe { libc::flock(a.as_raw_fd(), libc::LOCK_UN) };
+        // A process that runs the session: an exclusive lock.
+        assert!(try_lock(&a).unwrap());
+        assert!(held_elsewhere(&b), "the holder is seen");
+    }
 
     #[test]
     fn a_torn_tail_is_dropped_and_truncated_and_a_bad_middle_line_is_an_error() {
