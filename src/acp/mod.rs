@@ -19,6 +19,7 @@
 mod files;
 mod forward;
 mod load;
+mod stdout;
 pub mod updates;
 
 use std::collections::HashMap;
@@ -169,7 +170,7 @@ pub async fn serve(options: AcpOptions) -> i32 {
     let acp =
         Arc::new(Acp { env, options, client: Mutex::default(), sessions: Mutex::default(), sends: AtomicU64::new(0) });
     let (a1, a2, a3, a4, a5, a6) = (acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone());
-    let served = Agent
+    let agent = Agent
         .v1()
         .name("pirn")
         .on_receive_request(
@@ -249,9 +250,14 @@ pub async fn serve(options: AcpOptions) -> i32 {
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_to(Stdio::new())
-        .await;
+        );
+    let served = match stdout::PipeOut::new() {
+        Some(out) => {
+            use tokio_util::compat::TokioAsyncReadCompatExt;
+            agent.connect_to(agent_client_protocol::ByteStreams::new(out, tokio::io::stdin().compat())).await
+        }
+        None => agent.connect_to(Stdio::new()).await,
+    };
     if let Err(e) = &served {
         tracing::info!("the ACP connection ended: {e}");
     }

@@ -46,38 +46,7 @@ impl PipeWriter {
     /// otherwise (or when it cannot be set up), and the caller uses the thread
     /// writer.
     pub fn spawn_if_pipe(journal: JournalSlot) -> Option<PipeWriter> {
-        // SAFETY: fstat on fd 1 with a properly sized, zeroed buffer.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstat(1, &mut st) } != 0 {
-            return None;
-        }
-        let kind = st.st_mode & libc::S_IFMT;
-        if kind != libc::S_IFIFO && kind != libc::S_IFSOCK {
-            return None;
-        }
-        // SAFETY: fcntl on fd 1; F_DUPFD_CLOEXEC returns a new descriptor we
-        // then own.
-        let dup = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
-        if dup < 0 {
-            return None;
-        }
-        // SAFETY: `dup` is a fresh descriptor owned by nobody else.
-        let file = File::from(unsafe { OwnedFd::from_raw_fd(dup) });
-        // SAFETY: plain fcntl flag calls on a descriptor we hold.
-        let old_flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-        if old_flags < 0 || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, old_flags | libc::O_NONBLOCK) } < 0 {
-            return None;
-        }
-        // SAFETY: `file` owns its descriptor, which stays open and unchanged
-        // for as long as the AsyncFd (which owns `file`) lives.
-        let fd = match unsafe { AsyncFd::register_with_interest(file, tokio::io::Interest::WRITABLE) } {
-            Ok(fd) => fd,
-            Err(_) => {
-                // SAFETY: restoring the flags read above.
-                unsafe { libc::fcntl(1, libc::F_SETFL, old_flags) };
-                return None;
-            }
-        };
+        let (fd, old_flags) = nonblocking_stdout()?;
         let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let stdout_closed = CancellationToken::new();
         let task = tokio::spawn(write_loop(rx, fd, stdout_closed.clone(), Tap::new(journal)));
@@ -93,6 +62,45 @@ impl PipeWriter {
         // SAFETY: restoring fd 1's original flags.
         unsafe { libc::fcntl(1, libc::F_SETFL, self.old_flags) };
         error
+    }
+}
+
+/// fd 1 as a non-blocking descriptor registered with the runtime, when it
+/// is a pipe or a socket (the way orchestrators and ACP clients run pirn),
+/// with its file status flags from before (restore them on fd 1 when done);
+/// `None` otherwise, or when it cannot be set up.
+pub(crate) fn nonblocking_stdout() -> Option<(AsyncFd<File>, libc::c_int)> {
+    // SAFETY: fstat on fd 1 with a properly sized, zeroed buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(1, &mut st) } != 0 {
+        return None;
+    }
+    let kind = st.st_mode & libc::S_IFMT;
+    if kind != libc::S_IFIFO && kind != libc::S_IFSOCK {
+        return None;
+    }
+    // SAFETY: fcntl on fd 1; F_DUPFD_CLOEXEC returns a new descriptor we
+    // then own.
+    let dup = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+    if dup < 0 {
+        return None;
+    }
+    // SAFETY: `dup` is a fresh descriptor owned by nobody else.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(dup) });
+    // SAFETY: plain fcntl flag calls on a descriptor we hold.
+    let old_flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if old_flags < 0 || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, old_flags | libc::O_NONBLOCK) } < 0 {
+        return None;
+    }
+    // SAFETY: `file` owns its descriptor, which stays open and unchanged
+    // for as long as the AsyncFd (which owns `file`) lives.
+    match unsafe { AsyncFd::register_with_interest(file, tokio::io::Interest::WRITABLE) } {
+        Ok(fd) => Some((fd, old_flags)),
+        Err(_) => {
+            // SAFETY: restoring the flags read above.
+            unsafe { libc::fcntl(1, libc::F_SETFL, old_flags) };
+            None
+        }
     }
 }
 

@@ -151,8 +151,12 @@ pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> Htt
             Ok(_) if !may_take => break,
             Ok(_) => match take_over(&app, &group, &id).await {
                 Ok(()) => break,
-                // Another host won the claim: forward to it.
-                Err(e) if e.code == "SESSION_OWNED" => continue,
+                // Another host won the claim (forward to it), or a lease
+                // of an earlier process at this URL runs out: look again.
+                Err(e) if e.code == "SESSION_OWNED" => {
+                    last = e.message;
+                    tokio::time::sleep(RETRY).await;
+                }
                 Err(e) => return e.into_response(),
             },
         }
