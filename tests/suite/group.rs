@@ -210,6 +210,9 @@ async fn a_paused_owner_loses_the_session_and_cannot_write_into_it() {
     let seqs: Vec<i64> = after.iter().map(|r| r.0).collect();
     assert_eq!(seqs, (1..=after.len() as i64).collect::<Vec<_>>(), "gap-free, strictly increasing, no duplicates");
     assert_eq!(after, taken, "nothing was stored after B took over but by B: {after:?}");
+    // The send B forwarded to A while A was stopped (it sat in A's socket)
+    // did not run on A once A woke: two model calls, s1 on A and s2 on B.
+    assert_eq!(mock.requests().len(), 2, "a send ran twice");
     let b_writer = &taken.last().unwrap().1;
     let first_b = taken.iter().position(|r| &r.1 == b_writer).unwrap();
     assert!(taken[first_b..].iter().all(|r| &r.1 == b_writer), "A's entries after B's: {taken:?}");
@@ -287,4 +290,41 @@ async fn a_group_host_without_postgres_or_with_a_bad_url_refuses_to_start() {
         assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
         assert!(stderr.contains(why), "{url}: {stderr}");
     }
+}
+
+/// A send forwarded to an owner that is stopped waits in the owner's
+/// socket while another host takes the session over and runs it; when the
+/// old owner wakes it must not run that send again.
+#[tokio::test]
+async fn a_woken_owner_does_not_run_a_send_that_was_taken_over() {
+    let Some(url) = postgres_url() else { return };
+    let tenant = tenant();
+    let env = [("PIRN_STORE", url.as_str()), ("PIRN_TENANT", tenant.as_str())];
+    let mock = MockServer::start(vec![Reply::text(&["on A"]), Reply::text(&["on B"]), Reply::text(&["twice"])]).await;
+    let (a, b) = (host(&mock, &env).await, host(&mock, &env).await);
+    let c = client();
+    let sid = session(&c, &a.base).await;
+    let on = |base: &str, path: &str| format!("{base}/v1/sessions/{sid}{path}");
+    let mut watch = SseReader::new(c.get(on(&b.base, "/events")).send().await.unwrap());
+    post(&c, &on(&a.base, "/sends"), json!({"message": "one", "send_id": "s1"})).await;
+    watch.until_result("s1").await;
+    let a_pid = a.child.id().unwrap() as i32;
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(a_pid, libc::SIGSTOP) };
+    let (s, body) = post(&c, &on(&b.base, "/sends"), json!({"message": "two", "send_id": "s2"})).await;
+    assert_eq!(s, 202, "{body}");
+    assert_eq!(watch.until_result("s2").await.last().unwrap().data["response"], "on B");
+    // SAFETY: as above.
+    unsafe { libc::kill(a_pid, libc::SIGCONT) };
+    let deadline = Instant::now() + Duration::from_secs(LEASE_SECS + 5);
+    while call(c.get(format!("{}/health", a.base))).await.1["sessions_owned"] != 0 {
+        assert!(Instant::now() < deadline, "A still runs the session");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(mock.requests().len(), 2, "s2 ran on B only");
+    // A request to A now goes to B, which runs the session.
+    let (s, body) = post(&c, &on(&a.base, "/sends"), json!({"message": "three", "send_id": "s3"})).await;
+    assert_eq!(s, 202, "{body}");
+    assert_eq!(watch.until_result("s3").await.last().unwrap().data["response"], "twice");
 }

@@ -18,9 +18,14 @@
 //! - Every third of the lease the host renews all of its leases in one
 //!   statement; a live session the renewal no longer finds was taken over
 //!   by another host (this one was paused or cut off), and is closed here:
-//!   its late appends are refused by the store's fencing anyway.
+//!   its late appends are refused by the store's fencing anyway. While its
+//!   last renewal is older than two thirds of a lease, the host asks the
+//!   store before serving a session it runs, so a request that reaches it
+//!   right after a pause (even one forwarded to it before the pause) never
+//!   runs a send in a session another host has taken over.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
@@ -34,6 +39,7 @@ use super::{App, sessions};
 use crate::store::StoreError;
 use crate::store::postgres::PgStore;
 use crate::store::postgres::lease::{Lease, Owner};
+use crate::transport::hub::mono_ms;
 use crate::wire::http::group::{GroupHost, GroupStatus, SessionLease};
 
 /// How often a request for a session with an unreachable owner looks again.
@@ -52,6 +58,8 @@ pub struct Group {
     /// One takeover at a time on this host (two requests for the same
     /// free session must not open it twice).
     taking: tokio::sync::Mutex<()>,
+    /// When the last renewal succeeded ([`crate::transport::hub::mono_ms`]).
+    renewed_ms: AtomicU64,
 }
 
 impl Group {
@@ -69,7 +77,17 @@ impl Group {
             started_ms: crate::store::entry::now_ms(),
             client: client.unwrap_or_default(),
             taking: tokio::sync::Mutex::new(()),
+            renewed_ms: AtomicU64::new(mono_ms()),
         }
+    }
+
+    /// True while the last renewal is recent enough that this host's
+    /// leases surely still hold (two thirds of a lease). A host that was
+    /// paused or cut off is not fresh until it renews again: until then it
+    /// asks the store before serving a session it runs.
+    fn fresh(&self) -> bool {
+        let lease = self.lease.as_millis() as u64;
+        mono_ms().saturating_sub(self.renewed_ms.load(Ordering::Relaxed)) < lease * 2 / 3
     }
 
     /// This host's id (its `owner` in the store).
@@ -98,6 +116,18 @@ pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> Htt
     let Some(group) = app.group.clone() else { return next.run(req).await };
     let Some((id, may_take)) = session_of(req.method(), req.uri().path()) else { return next.run(req).await };
     let id = id.to_owned();
+    if app.is_live(&id) && !group.fresh() {
+        // Woken from a pause, or the store was away: another host may have
+        // taken the session over meanwhile. Never run a send it now runs.
+        match group.store.locate(&id).await {
+            Ok(Owner::Me) => {}
+            Ok(_) => {
+                tracing::warn!(session_id = %id, "another host took the session over; closing it here");
+                sessions::close_session(&app, &id).await;
+            }
+            Err(e) => return sessions::store_error(e).into_response(),
+        }
+    }
     if app.is_live(&id) {
         return next.run(req).await;
     }
@@ -239,8 +269,10 @@ pub async fn keep_leases(app: Arc<App>, group: Arc<Group>) {
         // Sessions opened after this list was taken were claimed after the
         // renewal may have run: not judged this round.
         let before: Vec<String> = app.all().iter().map(|s| s.session.config().session_id.clone()).collect();
+        let started = mono_ms();
         match group.store.renew(group.started_ms).await {
             Ok(owned) => {
+                group.renewed_ms.store(started, Ordering::Relaxed);
                 for id in before {
                     if !owned.contains(&id) && app.is_live(&id) {
                         tracing::warn!(session_id = %id, "another host took the session over; closing it here");
