@@ -294,6 +294,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_advertised_name_is_accepted_as_host() {
+        let name = |u: &str| super::super::advertised_host(u);
+        assert_eq!(name("http://Pirn-A.internal:3923").as_deref(), Some("pirn-a.internal"));
+        assert_eq!(name("http://[fd00::5]:3923/").as_deref(), Some("[fd00::5]"));
+        assert_eq!(name("http://10.0.0.5").as_deref(), Some("10.0.0.5"));
+        assert_eq!(name("https://x:1"), None);
+    }
+
+    #[test]
     fn which_requests_need_the_session_live() {
         let get = Method::GET;
         assert_eq!(session_of(&Method::POST, "/v1/sessions/s1/sends"), Some(("s1", true)));

@@ -129,7 +129,7 @@ impl Trust {
 
 /// The name part of a `Host` value, lower-case: `[::1]:80` → `[::1]`,
 /// `LocalHost.:3923` → `localhost`.
-fn host_name(host: &str) -> String {
+pub(crate) fn host_name(host: &str) -> String {
     let host = host.trim();
     let name = if host.starts_with('[') {
         host.find(']').map_or(host, |end| &host[..=end])

@@ -249,6 +249,13 @@ impl App {
     }
 }
 
+/// The host name of an advertised `http://HOST[:PORT]` URL, as a `Host`
+/// header naming it is compared ([`guard::host_name`]).
+fn advertised_host(url: &str) -> Option<String> {
+    let authority = url.strip_prefix("http://")?.split('/').next()?;
+    Some(guard::host_name(authority)).filter(|h| !h.is_empty())
+}
+
 /// True for 127.0.0.0/8 and ::1, IPv4-mapped ones included.
 pub fn is_loopback(peer: SocketAddr) -> bool {
     peer.ip().to_canonical().is_loopback()
@@ -292,6 +299,11 @@ pub async fn serve(opts: ServeOptions) -> i32 {
             return 2;
         }
     };
+    // The advertised name is this daemon's own: peers forward with it as `Host`.
+    let mut trust = opts.trust;
+    if let Some(name) = advertise.as_deref().and_then(advertised_host) {
+        trust.hosts.push(name);
+    }
     let app = Arc::new(App {
         sessions: Mutex::new(HashMap::new()),
         token: opts.token.filter(|t| !t.is_empty()),
@@ -307,7 +319,7 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         port: local.map_or(opts.port, |a| a.port()),
         started: std::time::Instant::now(),
         bind: opts.bind,
-        trust: opts.trust,
+        trust,
         group: group.clone(),
         max_queue: opts.max_queue,
     });
