@@ -30,7 +30,10 @@ daemon has a token (required off loopback) every request but GET /health and POS
 needs it: `Authorization: Bearer <token>` (or ACECode's `X-ACECode-Token`, or `?token=` on a \
 WebSocket upgrade). A Host or Origin that is not the daemon's own (or allowed by --allow-host, \
 --allow-origin) gets 403; a body over 10 MiB 413; a POST body that is not JSON 415. Every error body \
-is ErrorBody ({error, message}) but the webhook's, which keeps stringd's {error}.";
+is ErrorBody ({error, message}) but the webhook's, which keeps stringd's {error}. In a group of hosts \
+(--advertise-url, one Postgres) any host answers for any session: a request for a session another host \
+runs is forwarded to it, and one whose host does not answer is taken over once that host's lease lapses \
+(503 OWNER_UNREACHABLE when it still cannot be served; an upgrade answers 503 at once).";
 
 /// The API, as utoipa derives it.
 #[derive(OpenApi)]
