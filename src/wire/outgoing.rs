@@ -201,8 +201,11 @@ impl OutgoingMessage {
 /// Token counts, as reported by the model server.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
 pub struct Usage {
+    /// Tokens of the request (system prompt, conversation, tool specs).
     pub prompt_tokens: u64,
+    /// Tokens the model generated.
     pub completion_tokens: u64,
+    /// The two together (as the server reports it).
     pub total_tokens: u64,
     /// 0.3.0: prompt tokens the server answered from its prompt cache, when
     /// it says (OpenAI `prompt_tokens_details.cached_tokens`, llama.cpp

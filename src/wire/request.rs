@@ -66,8 +66,10 @@ pub struct InitConfig {
     /// Model calls allowed per send (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_iterations: Option<u32>,
+    /// The orchestrator's task id, echoed on every event and result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The orchestrator's worker id, echoed on every event and result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_id: Option<String>,
     /// Workspace directory (default: the worker's working directory).
@@ -233,6 +235,7 @@ pub struct McpServerConfig {
     /// group, killed with the session or pirn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The command's arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Added to the environment of a stdio server.
@@ -269,10 +272,13 @@ pub enum ApprovalMode {
 /// `bash(git push*)`, `write_file(.env*)`, `read_file(secrets/**)`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
 pub struct PermissionRules {
+    /// Calls that run without asking.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// Calls that are refused (the model is told).
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Calls that need an answer to a `permission_request`.
     #[serde(default)]
     pub ask: Vec<String>,
 }

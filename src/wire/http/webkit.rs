@@ -205,7 +205,7 @@ pub struct WebkitResult {
     pub num_turns: Option<u64>,
     /// Wall time of the send, ms.
     pub duration_ms: Option<u64>,
-    /// Tokens over the send's model calls.
+    /// Tokens over the send's model calls (null when the server reported none).
     pub usage: Option<Usage>,
     /// Always 0: pirn does not price tokens.
     pub total_cost_usd: f64,
