@@ -1,20 +1,23 @@
 //! `pirn serve`: the same sessions over HTTP, SSE and WebSocket (axum).
 //!
 //! Owns: binding and trust (loopback by default; a bearer token required
-//! off loopback), the routes of `protocol/openapi.json` ([`ROUTES`]), the
-//! table of live sessions, and the graceful stop: on `POST /shutdown`,
-//! SIGTERM or SIGINT every session is shut down (cancelled results reach the
-//! streams), every hub closed (streams end), and axum's graceful shutdown
-//! waits for the answers in flight.
+//! off loopback), the table of live sessions, and the graceful stop: on
+//! `POST /shutdown`, SIGTERM or SIGINT every session is shut down (cancelled
+//! results reach the streams), every hub closed (streams end), and axum's
+//! graceful shutdown waits for the answers in flight.
 //!
-//! One file per concern: [`guard`] (Host, Origin, content type, CORS, what
-//! an HTTP session may ask for), [`api`] (error bodies, body cap), [`auth`] (token), [`sessions`], [`sends`], [`events`] (SSE), [`ws`]; with
-//! [`mcp`] (pirn as an MCP server at `/mcp`), [`inbox`] (webhooks),
-//! [`webkit`] (agent-webkit 1.0 under `/agent-webkit`); with
+//! One file per concern: `routes` (the route table, [`ROUTES`], and the
+//! layers), [`guard`] (Host, Origin, content type, CORS, what an HTTP
+//! session may ask for), [`api`] (error bodies, body cap), [`auth`]
+//! (token), [`openapi`] (the generated document), [`sessions`], [`sends`],
+//! [`events`] (SSE), [`history`], [`ws`]; with [`mcp`] (pirn as an MCP
+//! server at `/mcp`), [`inbox`] (webhooks), [`webkit`] (agent-webkit 1.0
+//! under `/agent-webkit`); with `--advertise-url`, [`group`] and
+//! [`forward`] (any host of a group serves any session); with
 //! `--terminals`, [`shell`] (muti's shell WebSocket) and [`console`]
-//! (ACECode's console PTYs), whose routes otherwise answer 404. Every behaviour
-//! of a send lives in `session`/`agent`; each session's output goes through
-//! its [`Hub`].
+//! (ACECode's console PTYs), whose routes otherwise answer 404. Every
+//! behaviour of a send lives in `session`/`agent`; each session's output
+//! goes through its [`Hub`]. Every body is a type of [`crate::wire::http`].
 
 pub mod api;
 pub mod auth;
@@ -27,6 +30,7 @@ pub mod history;
 pub mod inbox;
 pub mod mcp;
 pub mod openapi;
+mod routes;
 pub mod sends;
 pub mod sessions;
 pub mod shell;
@@ -40,9 +44,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::middleware;
-use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::Environment;
@@ -55,6 +56,7 @@ use crate::wire::http::sessions::ConsoleAvailability;
 use api::ApiError;
 
 pub use api::{DRAIN_LIMIT, MAX_BODY};
+pub use routes::ROUTES;
 
 /// Sends that may wait behind the running one in a session, by default (`--max-queue`).
 pub const MAX_QUEUE: usize = 5;
@@ -63,46 +65,6 @@ pub const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Longest wait, once stopping, for connections still open after every
 /// stream has ended (a client that never finishes its request).
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Every route, as `protocol/openapi.json` lists it (checked by a test).
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/health"),
-    ("POST", "/shutdown"),
-    ("GET", "/openapi.json"),
-    ("GET", "/v1/hosts"),
-    ("GET", "/v1/sessions"),
-    ("POST", "/v1/sessions"),
-    ("GET", "/v1/sessions/{id}"),
-    ("DELETE", "/v1/sessions/{id}"),
-    ("POST", "/v1/sessions/{id}/sends"),
-    ("GET", "/v1/sessions/{id}/events"),
-    ("GET", "/v1/sessions/{id}/messages"),
-    ("POST", "/v1/sessions/{id}/cancel"),
-    ("POST", "/v1/sessions/{id}/compact"),
-    ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
-    ("GET", "/v1/sessions/{id}/ws"),
-    ("GET", "/v1/sessions/{id}/webhook"),
-    ("POST", "/v1/sessions/{id}/webhook"),
-    ("POST", "/webhook/{token}"),
-    ("GET", "/v1/sessions/{id}/inbox"),
-    ("POST", "/v1/sessions/{id}/inbox/{event_id}/ack"),
-    ("GET", "/v1/events/stream"),
-    ("POST", "/agent-webkit/sessions"),
-    ("GET", "/agent-webkit/sessions/{id}/stream"),
-    ("POST", "/agent-webkit/sessions/{id}/input"),
-    ("DELETE", "/agent-webkit/sessions/{id}"),
-    ("POST", "/mcp"),
-    ("GET", "/mcp"),
-    ("DELETE", "/mcp"),
-    ("GET", "/agents/{agent_id}/shell"),
-    ("GET", "/api/health"),
-    ("GET", "/api/pty"),
-    ("POST", "/api/pty"),
-    ("DELETE", "/api/pty/{id}"),
-    ("POST", "/api/pty/{id}/resize"),
-    ("POST", "/api/pty/{id}/title"),
-    ("GET", "/ws/pty/{id}"),
-];
 
 /// `pirn serve` options.
 #[derive(Debug, Clone)]
@@ -346,7 +308,7 @@ pub async fn serve(opts: ServeOptions) -> i32 {
             stopped.cancel();
         }
     };
-    let service = router(app.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let service = routes::router(app.clone()).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(app.clone().reap_idle());
     if let Some(g) = &group {
         tokio::spawn(group::keep_leases(app.clone(), g.clone()));
@@ -379,51 +341,4 @@ pub async fn serve(opts: ServeOptions) -> i32 {
             1
         }
     }
-}
-
-fn router(app: Arc<App>) -> Router {
-    let mut router = Router::new();
-    if app.terminals.is_some() {
-        router = router
-            .route("/agents/{agent_id}/shell", get(shell::shell))
-            .route("/api/pty", get(console::list).post(console::create))
-            .route("/api/pty/{id}", axum::routing::delete(console::delete))
-            .route("/api/pty/{id}/resize", post(console::resize))
-            .route("/api/pty/{id}/title", post(console::title))
-            .route("/ws/pty/{id}", get(console::websocket));
-    }
-    router
-        .route("/health", get(sessions::health))
-        .route("/openapi.json", get(openapi::openapi_json))
-        .route("/v1/hosts", get(group::hosts))
-        .route("/api/health", get(console::health))
-        .route("/shutdown", post(sessions::shutdown))
-        .route("/v1/sessions", get(sessions::list_sessions).post(sessions::create_session))
-        .route("/v1/sessions/{id}", get(sessions::session_status).delete(sessions::delete_session))
-        .route("/v1/sessions/{id}/sends", post(sends::create_send))
-        .route("/v1/sessions/{id}/events", get(events::events))
-        .route("/v1/sessions/{id}/messages", get(history::messages))
-        .route("/v1/sessions/{id}/cancel", post(sends::cancel))
-        .route("/v1/sessions/{id}/compact", post(sends::compact))
-        .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))
-        .route("/v1/sessions/{id}/ws", get(ws::websocket))
-        .route("/v1/sessions/{id}/webhook", get(inbox::show).post(inbox::rotate))
-        .route("/webhook/{token}", post(inbox::post))
-        .route("/v1/sessions/{id}/inbox", get(inbox::list))
-        .route("/v1/sessions/{id}/inbox/{event_id}/ack", post(inbox::ack))
-        .route("/v1/events/stream", get(inbox::stream))
-        .route("/agent-webkit/sessions", post(webkit::create))
-        .route("/agent-webkit/sessions/{id}", axum::routing::delete(webkit::delete))
-        .route("/agent-webkit/sessions/{id}/stream", get(webkit::stream))
-        .route("/agent-webkit/sessions/{id}/input", post(webkit::input))
-        .route_service("/mcp", mcp::service(app.clone()))
-        .fallback(|| async { ApiError::not_found("no such route") })
-        // After the token check: only an authorised request is forwarded.
-        .layer(middleware::from_fn_with_state(app.clone(), group::route))
-        .layer(middleware::from_fn_with_state(app.clone(), auth::require_token))
-        .layer(guard::cors(&app.trust))
-        .layer(middleware::from_fn(auth::preflight_no_content))
-        // Outermost: nothing runs for a foreign Host or Origin.
-        .layer(middleware::from_fn_with_state(app.clone(), guard::check))
-        .with_state(app)
 }
