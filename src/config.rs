@@ -348,9 +348,7 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Environment {
-        let map: std::collections::HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Environment::from_lookup(|k| map.get(k).cloned())
+        Environment::from_pairs(pairs)
     }
 
     #[test]

@@ -104,6 +104,11 @@ impl Environment {
         }
     }
 
+    /// The snapshot of exactly `pairs` (tests and embedders).
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Environment {
+        Environment::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned()))
+    }
+
     /// The heartbeat interval (default [`DEFAULT_HEARTBEAT`], between
     /// [`MIN_HEARTBEAT`] and [`MAX_HEARTBEAT`]).
     pub fn heartbeat(&self) -> Duration {
@@ -118,9 +123,7 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Environment {
-        let map: std::collections::HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Environment::from_lookup(|k| map.get(k).cloned())
+        Environment::from_pairs(pairs)
     }
 
     #[test]

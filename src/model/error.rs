@@ -223,14 +223,20 @@ pub fn server_message(body: &str) -> Option<String> {
 /// reqwest's error with its source chain, which holds the useful part
 /// ("connection refused").
 pub(super) fn describe_reqwest(e: &reqwest::Error) -> String {
-    let mut msg = if e.is_connect() { "cannot connect to the model server".to_owned() } else { e.to_string() };
-    let mut src = std::error::Error::source(e);
+    let head = if e.is_connect() { "cannot connect to the model server".to_owned() } else { e.to_string() };
+    with_sources(head, std::error::Error::source(e))
+}
+
+/// `head`, then each error of the chain from `source` on, `: `-separated:
+/// how pirn words a transport error (the useful part is often deepest).
+pub fn with_sources(mut head: String, source: Option<&(dyn std::error::Error + 'static)>) -> String {
+    let mut src = source;
     while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
+        head.push_str(": ");
+        head.push_str(&s.to_string());
         src = s.source();
     }
-    msg
+    head
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 use super::{PgStore, pg, timed};
 use crate::store::StoreError;
 use crate::store::entry::now_ms;
+use crate::wire::http::group::{GroupHost, SessionLease};
 
 /// What a group host claims with.
 #[derive(Debug, Clone)]
@@ -39,33 +40,6 @@ pub enum Owner {
     Host { id: String, url: String },
     /// Nobody with a live lease: a claim would succeed.
     Free,
-}
-
-/// A host of the group, as `pirn_hosts` records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostRecord {
-    pub host_id: String,
-    pub url: String,
-    /// Unix ms (database clock) of its start and of its last renewal.
-    pub started_ms: u64,
-    pub heartbeat_ms: u64,
-    /// Its last renewal is younger than its lease.
-    pub alive: bool,
-    /// Sessions it holds a live lease on.
-    pub sessions: u64,
-}
-
-/// A session's claim, as `pirn_sessions` records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseRecord {
-    pub session_id: String,
-    pub owner: String,
-    pub owner_url: Option<String>,
-    /// Unix ms (database clock) the lease runs to; `None` for an owner without a lease.
-    pub lease_until_ms: Option<u64>,
-    pub epoch: u64,
-    /// The lease is in the future.
-    pub live: bool,
 }
 
 impl PgStore {
@@ -207,8 +181,8 @@ impl PgStore {
     }
 
     /// The group's hosts (those seen within ten leases) and every claimed
-    /// session, for `GET /v1/hosts`.
-    pub async fn group(&self) -> Result<(Vec<HostRecord>, Vec<LeaseRecord>), StoreError> {
+    /// session, as `GET /v1/hosts` shows them.
+    pub async fn group(&self) -> Result<(Vec<GroupHost>, Vec<SessionLease>), StoreError> {
         let lease_ms = self.lease.get().map_or(10_000, |l| l.duration_ms) as i64;
         timed("list the group", self.timeout, async {
             let client = self.pool.get().await.map_err(pg)?;
@@ -235,7 +209,7 @@ impl PgStore {
                 .map_err(pg)?;
             let hosts = hosts
                 .iter()
-                .map(|r| HostRecord {
+                .map(|r| GroupHost {
                     host_id: r.get(0),
                     url: r.get(1),
                     started_ms: r.get::<_, i64>(2) as u64,
@@ -246,7 +220,7 @@ impl PgStore {
                 .collect();
             let leases = leases
                 .iter()
-                .map(|r| LeaseRecord {
+                .map(|r| SessionLease {
                     session_id: r.get(0),
                     owner: r.get(1),
                     owner_url: r.get(2),

@@ -19,6 +19,8 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::model::error::with_sources;
+
 /// Set on a forwarded request: the forwarding host's id. A host that gets
 /// one serves the request itself (or takes the session over) and never
 /// forwards it again.
@@ -69,7 +71,7 @@ pub async fn forward(
     let req = req.header(FORWARDED, me).body(body);
     let resp = match tokio::time::timeout(within, req.send()).await {
         Ok(Ok(r)) => r,
-        Ok(Err(e)) => return Err(Unreachable(describe(&e))),
+        Ok(Err(e)) => return Err(Unreachable(with_sources(e.to_string(), std::error::Error::source(&e)))),
         Err(_) => return Err(Unreachable(format!("no answer within {} ms", within.as_millis()))),
     };
     let mut out = HttpResponse::builder().status(resp.status());
@@ -80,18 +82,6 @@ pub async fn forward(
     }
     let stream = resp.bytes_stream().map_err(std::io::Error::other);
     out.body(Body::from_stream(stream)).map_err(|e| Unreachable(e.to_string()))
-}
-
-/// reqwest's error with its sources ("connection refused").
-fn describe(e: &reqwest::Error) -> String {
-    let mut msg = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
-    msg
 }
 
 /// Forwards an upgrade request (a WebSocket) to `owner` over a TCP
@@ -120,9 +110,9 @@ pub async fn forward_upgrade(
         let mut tcp = tokio::net::TcpStream::connect(authority).await.map_err(|e| Unreachable(e.to_string()))?;
         tcp.write_all(head.as_bytes()).await.map_err(|e| Unreachable(e.to_string()))?;
         let mut buf = Vec::with_capacity(1024);
-        let end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
+        loop {
+            if let Some((status, headers, end)) = parse_head(&buf)? {
+                return Ok((tcp, status, headers, Bytes::copy_from_slice(&buf[end..])));
             }
             if buf.len() > MAX_HEAD {
                 return Err(Unreachable("the owner's response head is too long".into()));
@@ -133,18 +123,15 @@ pub async fn forward_upgrade(
                 return Err(Unreachable("the owner closed the connection".into()));
             }
             buf.extend_from_slice(&chunk[..n]);
-        };
-        Ok((tcp, buf, end))
+        }
     };
-    let (tcp, buf, end) = tokio::time::timeout(within, exchange)
+    let (tcp, status, headers, rest) = tokio::time::timeout(within, exchange)
         .await
         .map_err(|_| Unreachable(format!("no answer within {} ms", within.as_millis())))??;
-    let (status, headers) = parse_head(&buf[..end]).ok_or_else(|| Unreachable("a bad response head".into()))?;
     let mut out = HttpResponse::builder().status(status);
     if let Some(h) = out.headers_mut() {
         *h = headers;
     }
-    let rest = Bytes::copy_from_slice(&buf[end..]);
     if status != StatusCode::SWITCHING_PROTOCOLS {
         // A refusal (404, 401, …): its head and what came of its body.
         return out.body(Body::from(rest)).map_err(|e| Unreachable(e.to_string()));
@@ -161,18 +148,23 @@ pub async fn forward_upgrade(
     out.body(Body::empty()).map_err(|e| Unreachable(e.to_string()))
 }
 
-/// The status and headers of an HTTP/1.1 response head.
-fn parse_head(head: &[u8]) -> Option<(StatusCode, HeaderMap)> {
-    let text = std::str::from_utf8(head).ok()?;
-    let mut lines = text.split("\r\n");
-    let status = lines.next()?.split(' ').nth(1)?.parse::<u16>().ok()?;
+/// The status, headers and length of the HTTP/1.1 response head that
+/// `buf` starts with (httparse); `None` while it is incomplete.
+fn parse_head(buf: &[u8]) -> Result<Option<(StatusCode, HeaderMap, usize)>, Unreachable> {
+    let bad = |why: String| Unreachable(format!("a bad response head: {why}"));
+    let mut raw = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut raw);
+    let end = match resp.parse(buf).map_err(|e| bad(e.to_string()))? {
+        httparse::Status::Complete(end) => end,
+        httparse::Status::Partial => return Ok(None),
+    };
+    let status = resp.code.and_then(|c| StatusCode::from_u16(c).ok()).ok_or_else(|| bad("no status".into()))?;
     let mut headers = HeaderMap::new();
-    for line in lines.filter(|l| !l.is_empty()) {
-        let (name, value) = line.split_once(':')?;
-        let name = HeaderName::from_bytes(name.trim().as_bytes()).ok()?;
-        headers.append(name, HeaderValue::from_str(value.trim()).ok()?);
+    for h in resp.headers.iter() {
+        let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|e| bad(e.to_string()))?;
+        headers.append(name, HeaderValue::from_bytes(h.value).map_err(|e| bad(e.to_string()))?);
     }
-    Some((StatusCode::from_u16(status).ok()?, headers))
+    Ok(Some((status, headers, end)))
 }
 
 #[cfg(test)]
@@ -181,12 +173,12 @@ mod tests {
 
     #[test]
     fn a_response_head_is_parsed_and_hop_headers_stay() {
-        let (status, h) =
-            parse_head(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nsec-websocket-accept: x=\r\n\r\n")
-                .unwrap();
-        assert_eq!(status, StatusCode::SWITCHING_PROTOCOLS);
+        let head = b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nsec-websocket-accept: x=\r\n\r\n";
+        let (status, h, end) = parse_head(head).unwrap().unwrap();
+        assert_eq!((status, end), (StatusCode::SWITCHING_PROTOCOLS, head.len()));
         assert_eq!(h["sec-websocket-accept"], "x=");
-        assert!(parse_head(b"garbage").is_none());
+        assert!(parse_head(&head[..20]).unwrap().is_none(), "incomplete");
+        assert!(parse_head(b"garbage\r\n\r\n").is_err());
         for hop in ["host", "origin", "connection", "transfer-encoding", FORWARDED] {
             assert!(!crosses(&HeaderName::from_static(hop)), "{hop}");
         }

@@ -40,7 +40,7 @@ use crate::store::StoreError;
 use crate::store::postgres::PgStore;
 use crate::store::postgres::lease::{Lease, Owner};
 use crate::transport::hub::mono_ms;
-use crate::wire::http::group::{GroupHost, GroupStatus, SessionLease};
+use crate::wire::http::group::GroupStatus;
 
 /// How often a request for a session with an unreachable owner looks again.
 const RETRY: Duration = Duration::from_millis(200);
@@ -234,31 +234,7 @@ pub async fn hosts(State(app): State<Arc<App>>) -> Result<axum::Json<GroupStatus
         .as_ref()
         .ok_or_else(|| ApiError::not_found("not a group host (start pirn serve with --advertise-url)"))?;
     let (hosts, leases) = group.store.group().await.map_err(sessions::store_error)?;
-    Ok(axum::Json(GroupStatus {
-        host_id: group.host_id().to_owned(),
-        hosts: hosts
-            .into_iter()
-            .map(|h| GroupHost {
-                host_id: h.host_id,
-                url: h.url,
-                started_ms: h.started_ms,
-                heartbeat_ms: h.heartbeat_ms,
-                alive: h.alive,
-                sessions: h.sessions,
-            })
-            .collect(),
-        leases: leases
-            .into_iter()
-            .map(|l| SessionLease {
-                session_id: l.session_id,
-                owner: l.owner,
-                owner_url: l.owner_url,
-                lease_until_ms: l.lease_until_ms,
-                epoch: l.epoch,
-                live: l.live,
-            })
-            .collect(),
-    }))
+    Ok(axum::Json(GroupStatus { host_id: group.host_id().to_owned(), hosts, leases }))
 }
 
 /// Renews this host's leases every third of the lease until the daemon

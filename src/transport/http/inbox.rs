@@ -14,6 +14,7 @@
 //! `GET /v1/sessions/{id}/inbox`, `POST /v1/sessions/{id}/inbox/{event_id}/ack`,
 //! `GET /v1/events/stream`.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -255,14 +256,15 @@ pub async fn list(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Query(q): Query<InboxQuery>,
-) -> Result<Json<InboxList>, ApiError> {
+) -> Result<HttpResponse, ApiError> {
     app.get(&id)?;
     let inboxes = app.inbox.lock();
-    let events: Vec<InboxEvent> = inboxes
+    let events = inboxes
         .get(&id)
-        .map(|i| i.events.iter().filter(|e| q.status.is_none_or(|s| s == e.status)).cloned().collect())
+        .map(|i| i.events.iter().filter(|e| q.status.is_none_or(|s| s == e.status)).map(Cow::Borrowed).collect())
         .unwrap_or_default();
-    Ok(Json(InboxList { events }))
+    // Serialised here, under the lock: the events are borrowed, not copied.
+    Ok(Json(InboxList { events }).into_response())
 }
 
 /// `POST /v1/sessions/{id}/inbox/{event_id}/ack` → 204 (404 unknown).

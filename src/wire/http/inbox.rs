@@ -95,10 +95,12 @@ pub struct InboxEvent {
 }
 
 /// `GET /v1/sessions/{id}/inbox`.
+// Borrows the events it shows (each may hold 64 KiB of text): a listing
+// copies none of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct InboxList {
+pub struct InboxList<'a> {
     /// Oldest first; at most 1,000 kept per session.
-    pub events: Vec<InboxEvent>,
+    pub events: Vec<std::borrow::Cow<'a, InboxEvent>>,
 }
 
 /// The `ready` event of `GET /v1/events/stream`, first on every stream.
