@@ -328,3 +328,56 @@ async fn a_woken_owner_does_not_run_a_send_that_was_taken_over() {
     assert_eq!(s, 202, "{body}");
     assert_eq!(watch.until_result("s3").await.last().unwrap().data["response"], "twice");
 }
+
+/// What a peer forwards is only what its own guard admitted: no token, a
+/// foreign Origin or a forged forwarding header gets nothing run and moves
+/// nothing; the group's routes need the token like every other.
+#[tokio::test]
+async fn forwarding_is_no_way_around_the_token_origin_or_lease() {
+    let Some(url) = postgres_url() else { return };
+    let tenant = tenant();
+    let env = [("PIRN_STORE", url.as_str()), ("PIRN_TENANT", tenant.as_str())];
+    let mock = MockServer::start(vec![Reply::text(&["should not run"])]).await;
+    let lease = LEASE_SECS.to_string();
+    let args = ["--advertise-url", "http://127.0.0.1:0", "--lease-secs", &lease, "--token", "group-secret"];
+    let (a, b) =
+        (daemon_with_env(&mock.base_url(), &args, &env).await, daemon_with_env(&mock.base_url(), &args, &env).await);
+    let c = client();
+    let auth = "Bearer group-secret";
+    let cfg = json!({"model": "mock-model", "system_prompt": "s", "tools": []});
+    let created = c
+        .post(format!("{}/v1/sessions", a.base))
+        .header("authorization", auth)
+        .header("content-type", "application/json")
+        .body(cfg.to_string());
+    let (s, body) = call(created).await;
+    assert_eq!(s, 201, "{body}");
+    let sid = body["session_id"].as_str().unwrap().to_owned();
+    let send = |extra: &[(&str, &str)]| {
+        let mut r = c
+            .post(format!("{}/v1/sessions/{sid}/sends", b.base))
+            .header("content-type", "application/json")
+            .body(json!({"message": "m", "send_id": "x"}).to_string());
+        for (k, v) in extra {
+            r = r.header(*k, *v);
+        }
+        r
+    };
+    assert_eq!(call(send(&[])).await.0, 401, "no token: not forwarded");
+    let (s, body) = call(send(&[("authorization", auth), ("origin", "http://evil.example")])).await;
+    assert_eq!((s, body["error"].as_str()), (403, Some("FORBIDDEN_ORIGIN")), "{body}");
+    let (s, body) = call(send(&[("authorization", auth), ("x-pirn-forwarded-by", "forged")])).await;
+    assert_eq!(
+        (s, body["error"].as_str()),
+        (409, Some("SESSION_OWNED")),
+        "a forged header takes no live lease: {body}"
+    );
+    assert!(mock.requests().is_empty(), "nothing ran");
+    for path in ["/v1/hosts", "/openapi.json"] {
+        assert_eq!(call(c.get(format!("{}{path}", b.base))).await.0, 401, "{path}");
+    }
+    let (_, hosts) = call(c.get(format!("{}/v1/hosts", b.base)).header("authorization", auth)).await;
+    let (_, health) = call(c.get(format!("{}/health", a.base))).await;
+    let lease = hosts["leases"].as_array().unwrap().iter().find(|l| l["session_id"] == sid.as_str()).unwrap().clone();
+    assert_eq!(lease["owner"], health["host_id"], "A still holds the session: {hosts}");
+}
