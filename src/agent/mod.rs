@@ -152,6 +152,10 @@ pub async fn run(
         {
             return fail(emit, error, None, None).await;
         }
+        if stats.iterations > 0 {
+            // The tool round is in the log before the model is asked again.
+            conv.committed().await;
+        }
         stats.iterations += 1;
         let prompt = fit::estimate(config, conv);
         let sent_bytes = conv.bytes() + config.tool_spec_bytes();

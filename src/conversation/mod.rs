@@ -45,6 +45,10 @@ const MESSAGE_OVERHEAD: usize = 16;
 /// apart; the demo's does).
 pub const NOTE_MARK: &str = "[pirn] ";
 
+/// Longest wait for a tool round to reach the log before the next model
+/// call (a store that stalls longer is reported by the journal itself).
+pub const COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Marks a tool result replaced by [`Conversation::prune_tool_results`].
 pub const PRUNED_MARK: &str = "[pruned: ";
 
@@ -118,6 +122,16 @@ impl Conversation {
         self.sizes.insert(0, message_bytes(&system));
         self.messages.insert(0, system);
         self.log_history();
+    }
+
+    /// Waits until every message committed so far is in the session's log
+    /// (at most [`COMMIT_WAIT`]; at once without a log or while the store
+    /// is failing). The agent loop calls it after a tool round, before the
+    /// next model call: a worker killed after that resumes with the round's
+    /// results instead of answering its calls "no result".
+    pub async fn committed(&self) {
+        let Some(j) = self.journal.as_ref().filter(|j| j.failure().is_none()) else { return };
+        let _ = tokio::time::timeout(COMMIT_WAIT, j.durable()).await;
     }
 
     /// Logs the whole history, which an edit (not an append) changed.

@@ -5,7 +5,7 @@
 //! system prompt included, logged when the session starts, so the new
 //! `init`'s prompt does not replace it; a log without one gets the new
 //! `init`'s); a send that was running when the old process died is answered to
-//! the model ("not run") where it stopped, and the model is told in a note
+//! the model ("no result") where it stopped, and the model is told in a note
 //! before the next send. A new session whose log cannot be created runs
 //! without one (a warning is logged): persistence never stops a worker.
 
@@ -88,7 +88,7 @@ pub(super) async fn open_log(
     conv.ensure_system(&config.system_prompt);
     let interrupted: Vec<String> = folded.interrupted.iter().map(|(id, _)| id.clone()).collect();
     if let Some((_, message)) = folded.interrupted.last() {
-        conv.repair("not run: the worker stopped before this tool call finished");
+        conv.repair("no result: the worker stopped before this tool call's result was stored (it may have run, in part or whole; check its effects)");
         let mut request: String = message.chars().take(200).collect();
         if message.chars().nth(200).is_some() {
             request.push('…');

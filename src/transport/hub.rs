@@ -45,7 +45,32 @@ pub struct Frame {
 
 /// A subscription: the frames to replay, then the live receiver that
 /// continues exactly after them.
-pub type Subscription = (Vec<Arc<Frame>>, broadcast::Receiver<Arc<Frame>>);
+pub type Subscription = (Vec<Arc<Frame>>, Live);
+
+/// The live frames of a subscription: those numbered from the moment it
+/// was taken on. A result is numbered before it is durable and fanned out
+/// after, so a frame numbered before the subscription can still be on its
+/// way; it belongs to the past and is skipped.
+#[derive(Debug)]
+pub struct Live {
+    rx: broadcast::Receiver<Arc<Frame>>,
+    /// The first frame id this subscriber sees.
+    from: u64,
+}
+
+impl Live {
+    /// The next frame; errors as [`broadcast::Receiver::recv`] (`Lagged`
+    /// when this subscriber fell [`LIVE_CAPACITY`] frames behind, `Closed`
+    /// when the hub closed).
+    pub async fn recv(&mut self) -> Result<Arc<Frame>, broadcast::error::RecvError> {
+        loop {
+            let frame = self.rx.recv().await?;
+            if frame.id >= self.from {
+                return Ok(frame);
+            }
+        }
+    }
+}
 
 /// Why a replay cannot be served.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -222,6 +247,7 @@ impl Hub {
     pub fn subscribe(&self, last_id: Option<u64>) -> Result<Subscription, ReplayError> {
         let mut inner = self.lock();
         let next_id = inner.tap.next_frame();
+        let from = last_id.map_or(next_id, |l| l.saturating_add(1));
         let replay = match last_id {
             None => Vec::new(),
             Some(last) if last >= next_id => return Err(ReplayError::Future(last)),
@@ -242,7 +268,7 @@ impl Hub {
             }
             None => broadcast::channel(1).1,
         };
-        Ok((replay, live))
+        Ok((replay, Live { rx: live, from }))
     }
 
     /// Publishes what the session still queued, then ends every
@@ -297,6 +323,20 @@ mod tests {
         assert_eq!(hub.subscribe(Some(u64::MAX)).err(), Some(ReplayError::Future(u64::MAX)));
         hub.close().await;
         assert!(live.recv().await.is_err(), "closing ends live streams");
+    }
+
+    #[tokio::test]
+    async fn a_frame_numbered_before_a_subscription_is_not_live_to_it() {
+        let (hub, _outbox) = Hub::start();
+        // Numbered (the result waits to be durable), then a subscriber
+        // arrives, then the frame is fanned out.
+        let (early, _, _) = hub.prepare(delta("old")).unwrap();
+        let (_, mut live) = hub.subscribe(None).unwrap();
+        let (late, _, _) = hub.prepare(delta("new")).unwrap();
+        hub.push(early);
+        hub.push(late);
+        let first = live.recv().await.unwrap();
+        assert_eq!((first.id, first.send_id.as_deref()), (2, Some("new")));
     }
 
     #[tokio::test]

@@ -99,7 +99,7 @@ impl Group {
 /// The session a request acts on, when serving it needs the session live:
 /// `(id, may take it over)`. A close (`DELETE`) is forwarded to a live
 /// owner but never takes a session over.
-fn session_of<'p>(method: &Method, path: &'p str) -> Option<(&'p str, bool)> {
+pub(super) fn session_of<'p>(method: &Method, path: &'p str) -> Option<(&'p str, bool)> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let take = *method != Method::DELETE;
     match parts.as_slice() {
@@ -133,7 +133,17 @@ pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> Htt
     }
     if req.headers().contains_key(FORWARDED) {
         // Sent here as the owner: never forwarded again. Not live here any
-        // more (closed meanwhile): take it over if nobody holds it.
+        // more (closed meanwhile): take it over if nobody holds it. Another
+        // host's live lease is refused before the log is read (its newest
+        // entries, even the session's creation, may not be stored yet).
+        match group.store.locate(&id).await {
+            Ok(Owner::Host { id: owner, url }) => {
+                let e = StoreError::Owned { session: id.clone(), owner, url: Some(url) };
+                return ApiError::new(StatusCode::CONFLICT, "SESSION_OWNED", e.to_string()).into_response();
+            }
+            Err(StoreError::NotFound(_)) | Ok(_) => {}
+            Err(e) => return sessions::store_error(e).into_response(),
+        }
         if may_take && let Err(e) = take_over(&app, &group, &id).await {
             return e.into_response();
         }

@@ -11,7 +11,7 @@
 
 use std::sync::OnceLock;
 
-use axum::http::header;
+use axum::http::{Method, header};
 use axum::response::IntoResponse;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem};
 use utoipa::openapi::response::{Response, ResponseBuilder};
@@ -97,8 +97,15 @@ impl Modify for Shared {
         // pirn's package names no license; an empty one is not a license.
         doc.info.license = None;
         add_mcp(doc);
-        for item in doc.paths.paths.values_mut() {
-            for op in operations(item) {
+        for (path, item) in doc.paths.paths.iter_mut() {
+            // The routes a group host serves, forwards or takes over.
+            for (method, op) in operations(item) {
+                if super::group::session_of(&method, path).is_some() {
+                    add_answer(&mut op.responses.responses, "409", GROUP_409);
+                    add_answer(&mut op.responses.responses, "503", GROUP_503);
+                }
+            }
+            for (_, op) in operations(item) {
                 let open = op.security.as_ref().is_some_and(|s| s.iter().all(is_empty));
                 let responses = &mut op.responses.responses;
                 if !open {
@@ -117,8 +124,36 @@ fn is_empty(r: &SecurityRequirement) -> bool {
     serde_json::to_value(r).is_ok_and(|v| v.as_object().is_some_and(serde_json::Map::is_empty))
 }
 
-fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
-    [&mut item.get, &mut item.post, &mut item.put, &mut item.delete, &mut item.patch].into_iter().flatten()
+/// A group host's 409 on a session route (`--advertise-url`).
+const GROUP_409: &str = "SESSION_OWNED: a request a peer forwarded here finds the session held by another \
+host; SESSION_BUSY: the session's creation is not in the log yet";
+/// A group host's 503 on a session route.
+const GROUP_503: &str =
+    "OWNER_UNREACHABLE: the host holding the session does not answer; STORE_UNAVAILABLE: the store does not answer";
+
+/// The operations of `item`, with their methods.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = (Method, &mut utoipa::openapi::path::Operation)> {
+    [
+        (Method::GET, &mut item.get),
+        (Method::POST, &mut item.post),
+        (Method::PUT, &mut item.put),
+        (Method::DELETE, &mut item.delete),
+        (Method::PATCH, &mut item.patch),
+    ]
+    .into_iter()
+    .filter_map(|(m, op)| op.as_mut().map(|op| (m, op)))
+}
+
+/// Adds `what` to the error answer `status` (a new [`ErrorBody`] answer
+/// when the route has none).
+fn add_answer(responses: &mut std::collections::BTreeMap<String, RefOr<Response>>, status: &str, what: &str) {
+    match responses.get_mut(status) {
+        Some(RefOr::T(r)) => r.description = format!("{}; in a group of hosts, {what}", r.description),
+        Some(RefOr::Ref(_)) => {}
+        None => {
+            responses.insert(status.into(), error(what));
+        }
+    }
 }
 
 /// An error answer whose body is [`ErrorBody`].

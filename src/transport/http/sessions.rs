@@ -175,8 +175,16 @@ async fn with_stored_config(app: &App, id: &str, body: Map<String, Value>) -> Re
     let store = app.env.store.as_ref().ok_or_else(|| ApiError::not_found("persistence is off in this server"))?;
     let entries = store.load(id, 0).await.map_err(store_error)?;
     let mut base = match crate::store::fold::fold(&entries).config {
-        Value::Object(m) => m,
-        _ => Map::new(),
+        Value::Object(m) if !m.is_empty() => m,
+        // Claimed, but its creation never reached the log (the creating
+        // process died first, or a peer's write is still on its way).
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "SESSION_BUSY",
+                format!("session {id:?} has no stored configuration (its creation is not in the log); try again"),
+            ));
+        }
     };
     // A workspace that is not on this host: the server's own directory.
     if base.get("cwd").and_then(Value::as_str).is_some_and(|d| !std::path::Path::new(d).is_dir()) {

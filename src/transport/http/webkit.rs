@@ -39,7 +39,7 @@ use super::api::{ApiError, json_body};
 use super::{App, HttpSession, KEEPALIVE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
-use crate::transport::hub::{Frame, ReplayError};
+use crate::transport::hub::{Frame, Live, ReplayError};
 use crate::wire::http::ErrorBody;
 use crate::wire::http::sessions::SessionCreated;
 use crate::wire::http::to_json;
@@ -252,7 +252,7 @@ pub async fn stream(
 struct Stream {
     s: Arc<HttpSession>,
     replay: std::collections::VecDeque<Arc<Frame>>,
-    live: broadcast::Receiver<Arc<Frame>>,
+    live: Live,
     /// Events up to this id were seen by the client.
     after: Option<u64>,
     /// `session_ready` still to send.
