@@ -43,6 +43,13 @@ async fn rows(url: &str, tenant: &str, sid: &str) -> Vec<(i64, String, String)> 
     rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
 }
 
+/// Sends `sig` to the daemon `d` (pausing and waking an owner).
+fn signal(d: &Daemon, sig: libc::c_int) {
+    let pid = d.child.id().unwrap() as i32;
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(pid, sig) };
+}
+
 /// The user messages of the model's last request.
 fn last_user_messages(mock: &MockServer) -> Vec<String> {
     let last = mock.requests().last().unwrap().body.clone();
@@ -182,9 +189,7 @@ async fn a_paused_owner_loses_the_session_and_cannot_write_into_it() {
     let mut watch = SseReader::new(c.get(on(&b.base, "/events")).send().await.unwrap());
     post(&c, &on(&a.base, "/sends"), json!({"message": "one", "send_id": "s1"})).await;
     while watch.next().await.unwrap().data["event"]["text"] != "on A" {}
-    let a_pid = a.child.id().unwrap() as i32;
-    // SAFETY: signalling a child process this test started.
-    unsafe { libc::kill(a_pid, libc::SIGSTOP) };
+    signal(&a, libc::SIGSTOP);
 
     let (s, body) = post(&c, &on(&b.base, "/sends"), json!({"message": "two", "send_id": "s2"})).await;
     assert_eq!(s, 202, "{body}");
@@ -194,8 +199,7 @@ async fn a_paused_owner_loses_the_session_and_cannot_write_into_it() {
 
     // A wakes up: its renewal finds the session gone; it closes its copy
     // (cancelling s1) and whatever it appends is refused.
-    // SAFETY: as above.
-    unsafe { libc::kill(a_pid, libc::SIGCONT) };
+    signal(&a, libc::SIGCONT);
     let deadline = Instant::now() + Duration::from_secs(LEASE_SECS + 5);
     loop {
         let (_, health) = call(c.get(format!("{}/health", a.base))).await;
@@ -308,14 +312,11 @@ async fn a_woken_owner_does_not_run_a_send_that_was_taken_over() {
     let mut watch = SseReader::new(c.get(on(&b.base, "/events")).send().await.unwrap());
     post(&c, &on(&a.base, "/sends"), json!({"message": "one", "send_id": "s1"})).await;
     watch.until_result("s1").await;
-    let a_pid = a.child.id().unwrap() as i32;
-    // SAFETY: signalling a child process this test started.
-    unsafe { libc::kill(a_pid, libc::SIGSTOP) };
+    signal(&a, libc::SIGSTOP);
     let (s, body) = post(&c, &on(&b.base, "/sends"), json!({"message": "two", "send_id": "s2"})).await;
     assert_eq!(s, 202, "{body}");
     assert_eq!(watch.until_result("s2").await.last().unwrap().data["response"], "on B");
-    // SAFETY: as above.
-    unsafe { libc::kill(a_pid, libc::SIGCONT) };
+    signal(&a, libc::SIGCONT);
     let deadline = Instant::now() + Duration::from_secs(LEASE_SECS + 5);
     while call(c.get(format!("{}/health", a.base))).await.1["sessions_owned"] != 0 {
         assert!(Instant::now() < deadline, "A still runs the session");

@@ -138,8 +138,8 @@ pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> Htt
         // entries, even the session's creation, may not be stored yet).
         match group.store.locate(&id).await {
             Ok(Owner::Host { id: owner, url }) => {
-                let e = StoreError::Owned { session: id.clone(), owner, url: Some(url) };
-                return ApiError::new(StatusCode::CONFLICT, "SESSION_OWNED", e.to_string()).into_response();
+                let owned = StoreError::Owned { session: id.clone(), owner, url: Some(url) };
+                return sessions::store_error(owned).into_response();
             }
             Err(StoreError::NotFound(_)) | Ok(_) => {}
             Err(e) => return sessions::store_error(e).into_response(),

@@ -202,6 +202,7 @@ pub fn store_error(e: StoreError) -> ApiError {
         StoreError::Busy(_) | StoreError::Superseded(_) => {
             ApiError::new(StatusCode::CONFLICT, "SESSION_BUSY", e.to_string())
         }
+        StoreError::Owned { .. } => ApiError::new(StatusCode::CONFLICT, "SESSION_OWNED", e.to_string()),
         _ => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "STORE_UNAVAILABLE", e.to_string()),
     }
 }
