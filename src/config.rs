@@ -153,15 +153,13 @@ pub struct SessionConfig {
     /// Show the model the workspace's files at the first send
     /// (`config.workspace_listing`, see [`crate::context::workspace`]).
     pub workspace_listing: bool,
-    /// Check answers before accepting them (`config.answer_checks`, see
-    /// `agent::answer_check`).
+    /// The fact gates of a final answer: a write held back and not
+    /// confirmed, a file the send broke (`config.answer_checks`, see
+    /// `agent::gates`).
     pub answer_checks: bool,
     /// The client's file system, when the transport offers one (ACP's
     /// `fs/*`); `None` from an init config. See `tools::client_files`.
     pub client_files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
-    /// Make the obvious first tool calls of a send before the model's first
-    /// answer (`config.preflight`, see `agent::preflight`).
-    pub preflight: bool,
     /// Approval mode and permission rules.
     pub policy: Policy,
     /// The client answers permission requests (pirn extension).
@@ -282,7 +280,6 @@ impl SessionConfig {
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
             client_files: None,
-            preflight: config.preflight.unwrap_or(true),
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),
             permission_timeout: Duration::from_millis(

@@ -12,10 +12,6 @@ use serde_json::Value;
 
 use crate::model::ToolCall;
 
-/// Why a send ends when the wrap-up answer is a tool call written out.
-pub const NO_ANSWER: &str =
-    "the model kept calling tools and, asked for its answer, wrote out another tool call instead of answering";
-
 /// Identical consecutive tool-call iterations that count as a loop.
 pub const LOOP_REPEATS: u32 = 3;
 
@@ -95,15 +91,10 @@ impl Cycles {
     }
 }
 
-/// The note for the first cycle of a send: which calls went round, what the
-/// files they wrote now hold, and what to do instead.
-///
-/// `change_pending`: the request asks for a change and none is made yet;
-/// the note then asks for that change, concretely.
 /// What the model is told after a loop, before its last request
 /// (`tool_choice: "none"`): answer the request itself, from what the tools
 /// showed. (Asked for "what you did", a small model narrated the repeated
-/// calls instead of answering.)
+/// calls instead of answering.) The request is quoted back, never read.
 pub fn wrap_up_note(request: &str) -> String {
     format!(
         "Stop calling tools: the same call gives the same result. Now answer the request in plain text, without \
@@ -113,35 +104,16 @@ pub fn wrap_up_note(request: &str) -> String {
     )
 }
 
-pub fn cycle_note(calls: &[(String, String)], change_pending: bool) -> String {
+/// The note for the first cycle of a send: which calls went round and
+/// what to do instead.
+pub fn cycle_note(calls: &[(String, String)]) -> String {
     let names: Vec<String> = calls.iter().map(|(sig, _)| shorten(sig, 120)).collect();
-    let mut note = format!(
+    format!(
         "You are going round in circles: {} gave exactly the same results as the same calls just before. \
-         Repeating them changes nothing.",
+         Repeating them changes nothing. If the task is done, stop calling tools and answer. If it is not, do \
+         something different: read the error, change another line, or run the command that shows the problem.",
         names.join(", then ")
-    );
-    let written: Vec<&str> = calls
-        .iter()
-        .filter(|(sig, result)| {
-            (sig.starts_with("write_file(") || sig.starts_with("edit_file(")) && !result.starts_with("Error:")
-        })
-        .map(|(_, result)| result.lines().next().unwrap_or(""))
-        .collect();
-    if !written.is_empty() {
-        note.push_str(&format!(" Your change is already made ({}).", written.join("; ")));
-    }
-    if change_pending {
-        note.push_str(
-            " You have what you need: the task asks for a change and none is made yet. Call edit_file now, with \
-             old_string copied from the file's lines above and new_string the same lines with your fix.",
-        );
-    } else {
-        note.push_str(
-            " If the task is done, stop calling tools and answer with what you did. If it is not, do something \
-             different: read the error, change another line, or run the command that shows the problem.",
-        );
-    }
-    note
+    )
 }
 
 fn shorten(s: &str, max: usize) -> String {
@@ -211,9 +183,7 @@ mod tests {
         let abc = [("a", "1"), ("b", "2"), ("c", "3")];
         let found: Vec<Option<usize>> = abc.iter().chain(abc.iter()).map(|(s, r)| c.record(s, r)).collect();
         assert_eq!(found.last(), Some(&Some(3)));
-        let wrote = [("write_file({})".into(), "overwrote a.py: 3 bytes written".into())];
-        assert!(cycle_note(&wrote, false).contains("already made"));
-        assert!(cycle_note(&[("read_file({})".into(), "1 x".into())], true).contains("Call edit_file now"));
+        assert!(cycle_note(&[("read_file({})".into(), "1 x".into())]).contains("read_file({})"));
     }
 
     #[test]

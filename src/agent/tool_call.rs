@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::emit::Emitter;
+use super::facts::CallOutcome;
 use super::{SendStats, diff};
 use crate::approval::{PermissionBroker, Verdict};
 use crate::config::SessionConfig;
@@ -24,46 +25,16 @@ pub struct CallContext<'a> {
     pub tools: &'a ToolContext,
 }
 
-/// True when the session enables built-in tool `name` and its policy allows
-/// this call without asking: the rule for the calls pirn makes itself
-/// (preflight, finishing a rename, writing an answer's code block).
-pub fn allowed_unasked(config: &SessionConfig, name: &str, args: &Value) -> bool {
-    config.tools.iter().any(|t| t == name)
-        && config.policy.visible(name)
-        && config.policy.check(name, args, &config.workspace) == Verdict::Allow
-}
-
-/// Runs `calls` that pirn makes itself as one assistant message of tool
-/// calls with their results, as the model's own calls run (events,
-/// `tool_calls_made`); `record` notes each (tool name, result). Returns
-/// each call's (signature, result), as the loop remembers an answer's calls.
-pub async fn run_own(
-    cx: &CallContext<'_>,
-    conv: &mut Conversation,
-    stats: &mut SendStats,
-    calls: &[ToolCall],
-    mut record: impl FnMut(&str, &str),
-) -> Vec<(String, String)> {
-    conv.push_assistant("", calls);
-    let mut results = Vec::with_capacity(calls.len());
-    for call in calls {
-        let text = run(cx, conv, stats, call, None).await;
-        record(&call.name, &text);
-        results.push((super::loop_guard::call_signature(call), text));
-    }
-    results
-}
-
 /// Runs one tool call and appends its result to the conversation, with
 /// `note` (what pirn did not run of the answer) after it. Returns the
-/// result as the model reads it.
+/// result as the model reads it and the call's typed outcome.
 pub async fn run(
     cx: &CallContext<'_>,
     conv: &mut Conversation,
     stats: &mut SendStats,
     call: &ToolCall,
     note: Option<&str>,
-) -> String {
+) -> (String, CallOutcome) {
     let parsed = if call.arguments.trim().is_empty() {
         Ok(Value::Object(Default::default()))
     } else {
@@ -85,20 +56,27 @@ pub async fn run(
     };
     stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
     stats.begin_tool();
-    let output = match &parsed {
-        Err(e) => ToolOutput::error(format!(
-            "the arguments of this {} call are not valid JSON ({e}); send a JSON object",
-            call.name
-        )),
+    let (output, outcome) = match &parsed {
+        Err(e) => {
+            let text = format!("the arguments of this {} call are not valid JSON ({e}); send a JSON object", call.name);
+            (ToolOutput::error(text), CallOutcome::Failed)
+        }
         Ok(args) => match approve(cx, &call.name, args).await {
-            Ok(()) => match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
-                Some(mcp) => {
-                    let out = mcp.call(&call.name, &call.arguments, &cx.tools.cancel).await;
-                    ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), is_error: out.is_error }
-                }
-                None => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
-            },
-            Err(reason) => ToolOutput::error(format!("permission denied: {reason}. Do not retry this call.")),
+            Ok(()) => {
+                let output = match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
+                    Some(mcp) => {
+                        let out = mcp.call(&call.name, &call.arguments, &cx.tools.cancel).await;
+                        ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), ..out }
+                    }
+                    None => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
+                };
+                let outcome = CallOutcome::of(&output);
+                (output, outcome)
+            }
+            Err(reason) => {
+                let text = format!("permission denied: {reason}. Do not retry this call.");
+                (ToolOutput::error(text), CallOutcome::Denied)
+            }
         },
     };
     let spent = stats.end_tool();
@@ -123,16 +101,16 @@ pub async fn run(
         shown.push_str(note);
     }
     conv.push_tool_result(&call.id, shown);
-    text
+    (text, outcome)
 }
 
 /// Answers a call identical to one of the previous answer without running
 /// it again: the same call gives the same result, and a small model that
 /// repeats itself needs to hear that, not the result a second time.
-pub fn repeat(conv: &mut Conversation, call: &ToolCall, previous: &str) {
-    // Whole when short: a note at its end (the next call to make) matters most.
+/// `failed`: the earlier call failed.
+pub fn repeat(conv: &mut Conversation, call: &ToolCall, previous: &str, failed: bool) {
+    // Whole when short: a note at its end matters most.
     let shown = if previous.len() <= REPEAT_SHOWN { previous.to_owned() } else { crate::tools::preview(previous) };
-    let failed = previous.starts_with("Error:");
     let advice = if failed {
         "It failed, so it will fail again: change the arguments or use another tool (glob with pattern **/* lists the files)."
     } else {

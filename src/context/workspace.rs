@@ -4,16 +4,14 @@
 //! A small model that has never looked at the repository invents the paths
 //! of the projects it was trained on (`src/main.rs`, `src/lib.rs`) and
 //! answers from them; the eval's lookup tasks failed that way. One short
-//! list of the real files, added to the system prompt at the first send,
-//! removes the guess; a larger workspace gets its top level and file
-//! count instead. The price: a server's prompt cache cannot reuse the
-//! system prompt (and the tool specs a template puts after it) across
-//! workspaces; on the 2-core demo machine a session's first request takes
-//! ~12 s longer. Placed after the first request instead, the listing kept
-//! the cache, but the 1.5B model then failed the read-only eval question
-//! and the demo question that CI checks, and passed 7 to 9 of the 12
-//! tasks over two runs. Big models lose nothing: the list is capped at
-//! [`MAX_LISTED`] paths (a few hundred tokens).
+//! list of the real files, given at the first send as pirn's note right
+//! before the request, removes the guess; a larger workspace gets its top
+//! level and file count instead. It is not in the system prompt, so a
+//! server's prompt cache keeps the system prompt and the tool specs (which
+//! a template puts after it) from one session to the next; and not after
+//! the request (the 1.5B model then failed the read-only eval questions).
+//! Big models lose nothing: the list is capped at [`MAX_LISTED`] paths (a
+//! few hundred tokens).
 //!
 //! Owns: the walk (`ignore::WalkBuilder`, `.gitignore` honoured even outside
 //! a git repository, hidden files and [`SKIPPED_DIRS`] left out, at most
@@ -32,7 +30,7 @@ pub const MAX_VISITED: usize = 5_000;
 /// by `.gitignore`, but not in every workspace).
 pub const SKIPPED_DIRS: &[&str] = &["node_modules", "target", "__pycache__", "dist", "build", "vendor"];
 
-/// The listing appended to the system prompt: the workspace path and, when
+/// The listing given before the first request: the workspace path and, when
 /// it holds at most [`MAX_LISTED`] files, all of them relative to it, one
 /// per line, sorted. A larger workspace is shown by its top-level entries
 /// (directories with a `/`) and its file count: a partial file list reads

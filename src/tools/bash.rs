@@ -173,6 +173,18 @@ pub fn exit_code_of(result: &str) -> Option<i32> {
     line.strip_prefix("[exit code ")?.strip_suffix(']')?.parse().ok()
 }
 
+/// Whether a `bash` result is that of a command that ran, and its exit
+/// code: `Some(Some(code))` after `[exit code N]`, `Some(None)` after a
+/// timeout or a signal, `None` when the command never started (an empty
+/// command, a sandbox that could not be set up).
+pub fn status_of(result: &str) -> Option<Option<i32>> {
+    let line = result.lines().rev().find(|l| l.starts_with('['))?;
+    if let Some(code) = exit_code_of(result) {
+        return Some(Some(code));
+    }
+    ["[timed out", "[killed by signal", "[exit status"].iter().any(|p| line.starts_with(p)).then_some(None)
+}
+
 fn describe(status: Option<ExitStatus>) -> (String, bool) {
     use std::os::unix::process::ExitStatusExt;
     match status {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::confine::Confined;
 use super::read_file::MAX_FILE_BYTES;
-use super::{ToolContext, ToolError, failed};
+use super::{Done, Effect, ToolContext, ToolError};
 
 /// Characters `new_string` needs (trimmed) before an edit whose
 /// `old_string` is missing and whose `new_string` is present counts as made.
@@ -44,35 +44,35 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 /// (with their lines), binary or unreadable files. A rename's result ends
 /// with the uses of the old name left in the workspace
 /// ([`super::references`]).
-pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
-    let pair = super::references::rename_pair(&args.old_string, &args.new_string);
     let file_path = args.file_path.clone();
-    let done = apply(args, ctx)?;
-    let note = match pair {
-        Some((old, new)) => {
-            super::references::rename_calls(ctx, &old, &new, &[]).map(|calls| format!("\nNote: {calls}"))
-        }
-        None => super::references::still_used(ctx, &renamed, super::references::Why::Renamed),
-    }
-    .unwrap_or_default();
-    Ok(done + &note + &super::syntax::after_write(ctx, &file_path))
+    let (done, updated, path) = apply(args, ctx)?;
+    let note = super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default();
+    Ok(Done {
+        text: done + &note + &super::syntax::after_write(ctx, &file_path),
+        effect: Effect::Changed { hash: super::content_hash(updated.as_bytes()), path, created: false },
+    })
 }
 
-fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+/// What a successful edit returns: the text for the model, the file's new
+/// content, and its path.
+type Applied = (String, String, std::path::PathBuf);
+
+fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
     if args.old_string.is_empty() {
-        return failed("old_string is empty; use write_file to create a file");
+        return fail("old_string is empty; use write_file to create a file");
     }
     if args.old_string == args.new_string {
-        return failed("old_string and new_string are identical; nothing to change");
+        return fail("old_string and new_string are identical; nothing to change");
     }
     let content = match read_text(ctx, &target) {
         Ok(c) => c,
-        Err(e) if !target.exists() => return failed(format!("{shown}: {e}. {}", ctx.nearby(&path))),
-        Err(e) => return failed(format!("{shown}: {e}")),
+        Err(e) if !target.exists() => return fail(format!("{shown}: {e}. {}", ctx.nearby(&path))),
+        Err(e) => return fail(format!("{shown}: {e}")),
     };
     ctx.mark_read(&path);
     ctx.note_write(&path, Some(&content));
@@ -84,19 +84,18 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     };
     let starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
     if starts.is_empty() {
-        // The edit was made already (a small model repeats its last call):
-        // say so, with no error to retry on.
-        // Its lines re-indented count too, while old_string's are gone.
+        // The edit looks made already (a small model repeats its last call):
+        // nothing is written, and the error says where new_string stands.
         let made = content.find(new.trim()).or_else(|| match &loose_matches(&content, &args.new_string)[..] {
             [(from, _, _)] if loose_matches(&content, &args.old_string).is_empty() => Some(*from),
             _ => None,
         });
         if let Some(at) = made.filter(|_| new.trim().len() >= MIN_ALREADY_CHARS) {
-            return Ok(format!(
-                "no change: {shown} already holds new_string (at line {}) and old_string is gone: this edit is \
-                 made. Go on with the rest of the task.",
+            return Err(ToolError::Failed(format!(
+                "{shown}: old_string not found, and nothing was written; new_string is already in the file (at \
+                 line {}), so this edit looks made already. Go on with the rest of the task.",
                 line_of(&content, at)
-            ));
+            )));
         }
         // Same lines but for indentation and trailing spaces: edit them, re-indented.
         if let [(from, to, indent)] = &loose_matches(&content, &args.old_string)[..] {
@@ -105,37 +104,39 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             let replacement = reindent(&args.new_string, indent, &args.old_string, eol);
             let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
             if let Err(e) = ctx.write_text(&target, &updated) {
-                return failed(format!("{shown}: write failed: {e}"));
+                return fail(format!("{shown}: write failed: {e}"));
             }
             let first_line = line_of(&content, from);
-            return Ok(format!(
+            let text = format!(
                 "edited {shown}: old_string matched lines {first_line}-{} only when ignoring indentation and \
                  trailing spaces; replaced them, re-indented. Lines around the change:\n{}",
                 first_line + args.old_string.trim_matches('\n').lines().count() - 1,
                 excerpt(&updated, first_line, replacement.lines().count())
-            ));
+            );
+            return Ok((text, updated, path));
         }
         // The same text in another layout (squeezed onto one line, re-wrapped):
         // only the part that differs from new_string is replaced.
         if let Some(splice) = super::edit_match::squeezed(&content, &old, &new) {
             let updated = format!("{}{}{}", &content[..splice.from], splice.replacement, &content[splice.to..]);
             if let Err(e) = ctx.write_text(&target, &updated) {
-                return failed(format!("{shown}: write failed: {e}"));
+                return fail(format!("{shown}: write failed: {e}"));
             }
             let (first, last) = splice.lines;
             let changed = &content[splice.from..splice.to];
-            return Ok(format!(
+            let text = format!(
                 "edited {shown}: old_string matched lines {first}-{last} only when ignoring whitespace, line \
                  breaks and quotes; replaced {changed:?} with {:?} there and kept the file's layout. Lines around the change:\n{}",
                 splice.replacement,
                 excerpt(&updated, first, last - first + 1)
-            ));
+            );
+            return Ok((text, updated, path));
         }
         // The same lines with a few of the file's left out (a docstring, a
         // comment): the lines that differ from new_string change in place.
         if let Some(g) = super::edit_match::gapped(&content, &args.old_string, &args.new_string) {
             if let Err(e) = ctx.write_text(&target, &g.updated) {
-                return failed(format!("{shown}: write failed: {e}"));
+                return fail(format!("{shown}: write failed: {e}"));
             }
             let (first, last) = g.lines;
             let skipped: Vec<String> = g.skipped.iter().map(usize::to_string).collect();
@@ -145,55 +146,23 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                 format!("line{} {}", if skipped.len() == 1 { "" } else { "s" }, skipped.join(", "))
             };
             let span = (last + g.updated.lines().count()).saturating_sub(content.lines().count());
-            return Ok(format!(
+            let text = format!(
                 "edited {shown}: old_string matched lines {first}-{last} with {left_out} left out of it (kept as \
                  they are); changed the lines that differ in new_string. Lines around the change:\n{}",
                 excerpt(&g.updated, first, span.saturating_sub(first) + 1)
-            ));
-        }
-        // JSON quoted as a partial object ({"server":{"timeout":30}}): the
-        // values new_string gives, set where the file has them.
-        if let Some((updated, changes)) = super::merge_json::merge(&content, &args.new_string)
-            .filter(|(_, c)| !c.is_empty() && super::merge_json::merge(&content, &args.old_string).is_some())
-        {
-            if let Err(e) = ctx.write_text(&target, &updated) {
-                return failed(format!("{shown}: write failed: {e}"));
-            }
-            let changed: Vec<String> = changes.iter().map(|(p, was, now)| format!("{p} {was} → {now}")).collect();
-            return Ok(format!(
-                "edited {shown}: old_string and new_string are parts of its JSON; changed {} and kept the rest \
-                 as it was.",
-                changed.join(", ")
-            ));
+            );
+            return Ok((text, g.updated, path));
         }
         let region = super::edit_match::closest_region(&content, &args.old_string);
         let hint = if region.is_empty() { near_miss(&content, &args.old_string) } else { region };
-        return failed(format!(
+        return fail(format!(
             "{shown}: old_string not found (not even ignoring whitespace). {}\nCopy old_string exactly from the \
              file (a shorter old_string, one or two whole lines, is safer).",
             hint.trim_end()
         ));
     }
-    // "Delete the function": its name as old_string, an empty new_string.
-    // Taken literally that leaves `def (items):`, which does not parse; the
-    // definition is what goes.
-    if args.new_string.trim().is_empty()
-        && let name = args.old_string.trim()
-        && !name.is_empty()
-        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
-        && let Some((updated, (first, last))) = super::merge_defs::delete_definition(&content, name)
-        && super::syntax::warning(&path, &shown, &content.replacen(&old, &new, 1)).is_some()
-    {
-        if let Err(e) = ctx.write_text(&target, &updated) {
-            return failed(format!("{shown}: write failed: {e}"));
-        }
-        return Ok(format!(
-            "edited {shown}: old_string is the name of the definition at lines {first}-{last}; removing only the name \
-             would not parse, so the whole definition was deleted (the rest of {shown} is kept)."
-        ));
-    }
     if starts.len() > 1 && !args.replace_all {
-        return failed(super::edit_many::answer(&shown, &content, &starts, &old, &new));
+        return fail(super::edit_many::answer(&shown, &content, &starts, &old, &new));
     }
     // new_string runs on with lines the file has right after (or before)
     // the match: they are replaced, not written twice.
@@ -207,7 +176,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         }
         let updated = format!("{}{new}{}", &content[..w.from], &content[w.to..]);
         if let Err(e) = ctx.write_text(&target, &updated) {
-            return failed(format!("{shown}: write failed: {e}"));
+            return fail(format!("{shown}: write failed: {e}"));
         }
         let first_line = line_of(&updated, w.from);
         let lines = |n: usize| if n == 1 { "1 line".to_owned() } else { format!("{n} lines") };
@@ -216,11 +185,12 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             (b, 0) => format!("{} the file already had before old_string", lines(b)),
             (b, a) => format!("{} before and {} after old_string that the file already had", lines(b), lines(a)),
         };
-        return Ok(format!(
+        let text = format!(
             "edited {shown}: new_string also held {taken}, so those were replaced too (not written twice). Lines \
              around the change:\n{}",
             excerpt(&updated, first_line, new.matches('\n').count() + 1)
-        ));
+        );
+        return Ok((text, updated, path));
     }
     // A one-occurrence edit that starts at an indented line's first
     // character: the continuation lines of `new_string` are read relative
@@ -239,18 +209,24 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     };
     let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
     if let Err(e) = ctx.write_text(&target, &updated) {
-        return failed(format!("{shown}: write failed: {e}"));
+        return fail(format!("{shown}: write failed: {e}"));
     }
     let first_line = line_of(&content, starts[0]);
     let new_lines = new.matches('\n').count() + 1;
-    Ok(format!(
+    let text = format!(
         "edited {shown}: replaced {} occurrence{} ({} → {} bytes). Lines around the first change:\n{}",
         starts.len(),
         if starts.len() == 1 { "" } else { "s" },
         content.len(),
         updated.len(),
         excerpt(&updated, first_line, new_lines)
-    ))
+    );
+    Ok((text, updated, path))
+}
+
+/// `Err(ToolError::Failed(message))`.
+fn fail<T>(message: impl Into<String>) -> Result<T, ToolError> {
+    Err(ToolError::Failed(message.into()))
 }
 
 fn read_text(ctx: &ToolContext, target: &Confined) -> Result<String, String> {

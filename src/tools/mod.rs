@@ -5,8 +5,10 @@
 //! confinement of paths ([`ToolContext::resolve`]), and the cap on what a
 //! tool result may put into the model's context ([`cap_output`]).
 //!
-//! Each tool's `run` returns `Result<String, ToolError>`; [`execute`] turns
-//! that into a [`ToolOutput`] once. A tool never fails the send: every
+//! Each tool's `run` returns `Result<String, ToolError>` (the file writers
+//! `Result<Done, ToolError>`, which adds the typed [`Effect`]); [`execute`]
+//! turns that into a [`ToolOutput`] once, so no caller reads a result's
+//! text back to learn what happened. A tool never fails the send: every
 //! failure becomes a [`ToolOutput`] with `is_error: true` that the model
 //! reads as the call's result. Each tool's parameter schema for the model is
 //! derived from its serde `Args` struct ([`spec`]).
@@ -20,13 +22,6 @@ pub mod edit_match;
 pub mod edit_overlap;
 pub mod glob;
 pub mod grep;
-pub mod merge_defs;
-
-/// How a file tool's result starts when the change asked for is already in
-/// the file and nothing was written (`edit_file`, `write_file`).
-pub const NO_CHANGE: &str = "no change: ";
-pub mod merge_json;
-pub mod merge_toml;
 pub mod read_file;
 pub mod references;
 pub mod spec;
@@ -55,17 +50,58 @@ pub struct ToolOutput {
     pub text: String,
     /// True when the call failed; the text says why.
     pub is_error: bool,
+    /// What the call did to the workspace, as the tool itself knows it.
+    pub effect: Effect,
+}
+
+/// What one tool call did to the workspace: the fact the agent loop reads
+/// (see `agent::facts`), never the result's text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing that pirn's tools know of: a read, a search, a failed call,
+    /// or a tool that is not pirn's (an MCP tool may do anything).
+    #[default]
+    None,
+    /// The file now holds exactly the bytes the call wrote; `hash` is
+    /// [`content_hash`] of them, `created` when the file did not exist.
+    Changed { path: PathBuf, hash: u64, created: bool },
+    /// The file already held exactly these bytes: nothing was written.
+    Unchanged { path: PathBuf },
+    /// A rewrite that removes most of an existing file was held back, not
+    /// written; the same call again writes it (see `write_file`).
+    HeldBack { path: PathBuf },
+    /// `bash` ran the command; its exit code (`None`: a timeout or a signal).
+    Ran { exit_code: Option<i32> },
+}
+
+/// What a file-writing tool returns: the text for the model and its effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Done {
+    pub text: String,
+    pub effect: Effect,
+}
+
+impl From<String> for Done {
+    fn from(text: String) -> Done {
+        Done { text, effect: Effect::None }
+    }
+}
+
+/// A stable 64-bit hash of a file's bytes (FNV-1a), to tell later whether
+/// the file still holds what a call wrote.
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 impl ToolOutput {
     /// A successful result.
     pub fn ok(text: impl Into<String>) -> Self {
-        ToolOutput { text: text.into(), is_error: false }
+        ToolOutput { text: text.into(), is_error: false, effect: Effect::None }
     }
 
     /// A failed result; `text` is what the model reads.
     pub fn error(text: impl Into<String>) -> Self {
-        ToolOutput { text: text.into(), is_error: true }
+        ToolOutput { text: text.into(), is_error: true, effect: Effect::None }
     }
 }
 
@@ -107,6 +143,10 @@ pub enum ToolError {
     /// Any other failure, said for the model (what failed, on which path).
     #[error("{0}")]
     Failed(String),
+    /// A rewrite that removes most of `path` was held back once: nothing
+    /// was written; `message` shows what it would remove.
+    #[error("{message}")]
+    HeldBack { path: PathBuf, message: String },
 }
 
 /// `Err(ToolError::Failed(message))`: the short form tools use.
@@ -130,7 +170,7 @@ pub struct ToolContext {
     /// refuses to overwrite an existing file that was not read first (a
     /// model that never saw a file must not replace it blindly).
     pub read_files: Option<std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>>,
-    /// Files whose rewrite `write_file` already refused once in this send
+    /// Files whose rewrite `write_file` already held back once in this send
     /// (see `write_file::MOSTLY_DROPPED`).
     pub warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
     /// The sandbox `bash` runs under (see [`crate::sandbox`]).
@@ -293,35 +333,51 @@ pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &Tool
         let list = if enabled.is_empty() { "none".to_owned() } else { enabled.join(", ") };
         return ToolOutput::error(format!("unknown tool {name:?}: the tools available are {list}"));
     }
-    let result = match name {
+    let result: Result<Done, ToolError> = match name {
         "read_file" => blocking(arguments, ctx, read_file::run).await,
         "write_file" => blocking(arguments, ctx, write_file::run).await,
         "edit_file" => blocking(arguments, ctx, edit_file::run).await,
         "glob" => blocking(arguments, ctx, glob::run).await,
         "grep" => blocking(arguments, ctx, grep::run).await,
-        _ => match parse_args::<bash::Args>(arguments) {
-            Ok(args) => bash::run(args, ctx).await,
-            Err(e) => Err(e),
-        },
+        _ => {
+            let ran = match parse_args::<bash::Args>(arguments) {
+                Ok(args) => bash::run(args, ctx).await,
+                Err(e) => return ToolOutput::error(cap_output(e.to_string(), ctx.result_cap)),
+            };
+            // A command that ran and exited non-zero is still a run.
+            let (text, is_error) = match ran {
+                Ok(text) => (text, false),
+                Err(e) => (e.to_string(), true),
+            };
+            let effect = match bash::status_of(&text) {
+                Some(exit_code) => Effect::Ran { exit_code },
+                None => Effect::None,
+            };
+            return ToolOutput { text: cap_output(text, ctx.result_cap), is_error, effect };
+        }
     };
     match result {
-        Ok(text) => ToolOutput::ok(cap_output(text, ctx.result_cap)),
+        Ok(done) => ToolOutput { text: cap_output(done.text, ctx.result_cap), is_error: false, effect: done.effect },
+        Err(ToolError::HeldBack { path, message }) => {
+            ToolOutput { text: cap_output(message, ctx.result_cap), is_error: true, effect: Effect::HeldBack { path } }
+        }
         Err(e) => ToolOutput::error(cap_output(e.to_string(), ctx.result_cap)),
     }
 }
 
 /// Parses the arguments, then runs a blocking file tool off the async
 /// threads. A panic inside the tool becomes an error result.
-async fn blocking<A, F>(arguments: &str, ctx: &ToolContext, f: F) -> Result<String, ToolError>
+async fn blocking<A, R, F>(arguments: &str, ctx: &ToolContext, f: F) -> Result<Done, ToolError>
 where
     A: DeserializeOwned + Send + 'static,
-    F: FnOnce(A, &ToolContext) -> Result<String, ToolError> + Send + 'static,
+    R: Into<Done> + Send + 'static,
+    F: FnOnce(A, &ToolContext) -> Result<R, ToolError> + Send + 'static,
 {
     let args = parse_args::<A>(arguments)?;
     let ctx = ctx.clone();
-    match tokio::task::spawn_blocking(move || f(args, &ctx)).await {
+    match tokio::task::spawn_blocking(move || f(args, &ctx).map(Into::into)).await {
         Ok(result) => result,
-        Err(e) => failed(format!("tool failed internally: {e}")),
+        Err(e) => Err(ToolError::Failed(format!("tool failed internally: {e}"))),
     }
 }
 

@@ -3,7 +3,9 @@
 //! Owns: finding the names an `edit_file` renamed ([`renamed_in_edit`]) or
 //! a `write_file` stopped defining ([`lost_definitions`]), and the note
 //! listing their remaining uses in the workspace ([`still_used`]), which
-//! the tool appends to its result.
+//! the tool appends to its result. The note is information for the model:
+//! pirn never edits those uses itself (a library call that shares a
+//! renamed name, `json.load`, is the model's to judge).
 //!
 //! A small model renames a function's definition and stops; the callers in
 //! the next file break. An editor's rename refactoring or a compiler would
@@ -122,12 +124,35 @@ pub fn renamed_in_edit(old: &str, new: &str) -> Vec<String> {
 /// Names `old` defines at top level that `new` no longer mentions at all.
 pub fn lost_definitions(old: &str, new: &str) -> Vec<String> {
     let mentioned: BTreeSet<&str> = identifiers(new).collect();
-    let lost: Vec<String> = super::merge_defs::blocks(old)
-        .into_iter()
-        .map(|b| b.name)
-        .filter(|n| n.len() >= MIN_NAME && !mentioned.contains(n.as_str()))
-        .collect();
+    let lost: Vec<String> =
+        defined_names(old).into_iter().filter(|n| n.len() >= MIN_NAME && !mentioned.contains(n.as_str())).collect();
     if lost.len() > MAX_NAMES { Vec::new() } else { lost }
+}
+
+/// The names `text` defines at top level: a column-0 line that starts a
+/// definition in one of the common languages (`def`, `class`, `function`,
+/// `fn`, `func`, `struct`, `enum`, `interface`, `type`, after `export`,
+/// `pub` or `async`). Language-blind on purpose: it only names what a
+/// change took away, for the note; nothing decides on it.
+pub fn defined_names(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        for prefix in ["export default ", "export ", "pub(crate) ", "pub ", "async ", "unsafe "] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(rest) = ["def ", "class ", "function ", "fn ", "func ", "struct ", "enum ", "interface ", "type "]
+            .iter()
+            .find_map(|k| rest.strip_prefix(k))
+        else {
+            continue;
+        };
+        let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        if len > 0 && !names.iter().any(|n| n == &rest[..len]) {
+            names.push(rest[..len].to_owned());
+        }
+    }
+    names
 }
 
 /// True when `name` occurs in `line` as a whole word.
@@ -136,113 +161,6 @@ pub fn has_word(line: &str, name: &str) -> bool {
     line.match_indices(name).any(|(i, _)| {
         !line[..i].chars().next_back().is_some_and(word) && !line[i + name.len()..].chars().next().is_some_and(word)
     })
-}
-
-/// The one name an edit renamed, as `(old, new)`: exactly one identifier of
-/// `old` is gone and exactly one new identifier came in its place.
-pub fn rename_pair(old: &str, new: &str) -> Option<(String, String)> {
-    let gone = renamed_in_edit(old, new);
-    let before: BTreeSet<&str> = identifiers(old).collect();
-    let came: Vec<&str> = identifiers(new).collect::<BTreeSet<_>>().difference(&before).copied().collect();
-    match (&gone[..], &came[..]) {
-        ([gone], [came]) => Some((gone.clone(), (*came).to_owned())),
-        _ => None,
-    }
-}
-
-/// `line` with every whole-word `old` replaced by `new`.
-pub fn replace_word(line: &str, old: &str, new: &str) -> String {
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    let mut out = String::with_capacity(line.len());
-    let mut last = 0;
-    for (i, _) in line.match_indices(old) {
-        if i < last {
-            continue;
-        }
-        let whole =
-            !line[..i].chars().next_back().is_some_and(word) && !line[i + old.len()..].chars().next().is_some_and(word);
-        if whole {
-            out.push_str(&line[last..i]);
-            out.push_str(new);
-            last = i + old.len();
-        }
-    }
-    out.push_str(&line[last..]);
-    out
-}
-
-/// The edit_file call that carries the rename of `old` to `new` into the
-/// first line where `old` is still used under `ctx.workspace`, spelled out
-/// as the fenced JSON block a small model copies (`replace_all` when that
-/// same line occurs more than once in its file), after where it is used
-/// (`path:line`, at most [`MAX_USES`] places, and how many more). One call,
-/// not a list: the 1.5B model copied its own last call rather than pick one
-/// from several; each edit's result then spells out the next. A sentence
-/// for the model that starts with the old name; `None` when it is used
-/// nowhere.
-pub fn rename_calls(ctx: &ToolContext, old: &str, new: &str, scope: &[PathBuf]) -> Option<String> {
-    let cancelled = || ctx.cancel.is_cancelled();
-    let (found, total) = find_uses_in(&ctx.workspace, scope, &[old.to_owned()], MAX_USES, &cancelled);
-    let (path, _, line) = found.first()?;
-    let places: Vec<String> = found.iter().map(|(path, n, _)| format!("{}:{n}", ctx.display(path))).collect();
-    let repeated = read_no_follow(path).is_some_and(|t| t.lines().filter(|l| l.trim() == line).count() > 1);
-    let quote = |s: &str| serde_json::Value::from(s).to_string();
-    // Keys in the order the chat templates render calls: name, then arguments.
-    let call = format!(
-        "{{\"name\": \"edit_file\", \"arguments\": {{\"file_path\": {}, \"old_string\": {}, \"new_string\": {}{}}}}}",
-        quote(&ctx.display(path)),
-        quote(line),
-        quote(&replace_word(line, old, new)),
-        if repeated { ", \"replace_all\": true" } else { "" }
-    );
-    let more = if total > found.len() {
-        format!(" and {} more lines (grep for it)", total - found.len())
-    } else {
-        String::new()
-    };
-    Some(format!(
-        "`{old}` is still used where `{new}` is meant, at {}{more}. Change them one at a time; your next call, \
-         exactly as written:\n```json\n{call}\n```",
-        places.join(", ")
-    ))
-}
-
-/// One line edit that carries a rename: the file (as shown to the model),
-/// the line as it stands (trimmed), as it must read, and whether that same
-/// line occurs more than once in the file (all of them change).
-pub type LineEdit = (String, String, String, bool);
-
-/// The line edits that rename every whole-word use of `old` to `new` under
-/// `ctx.workspace`, one per distinct line; `None` when there are none or
-/// more than `limit` lines use it (a rename that large is the model's to
-/// make, or a refactoring tool's).
-pub fn rename_edits(ctx: &ToolContext, old: &str, new: &str, limit: usize, scope: &[PathBuf]) -> Option<Vec<LineEdit>> {
-    let cancelled = || ctx.cancel.is_cancelled();
-    let (found, total) = find_uses_in(&ctx.workspace, scope, &[old.to_owned()], limit, &cancelled);
-    if found.is_empty() || total > limit {
-        return None;
-    }
-    let mut edits: Vec<LineEdit> = Vec::new();
-    for (path, _, line) in &found {
-        let shown = ctx.display(path);
-        if edits.iter().any(|(p, l, _, _)| *p == shown && l == line) {
-            continue;
-        }
-        let repeated = read_no_follow(path).is_some_and(|t| t.lines().filter(|l| l.trim() == line).count() > 1);
-        edits.push((shown, line.clone(), replace_word(line, old, new), repeated));
-    }
-    Some(edits)
-}
-
-/// The note after `old` (a file's text, or the part of it replaced) became
-/// `new`: the edits that finish a rename when exactly one name was renamed,
-/// else where the names `new` no longer has are still used (`why` says how
-/// they went away). `None` when nothing is left to say.
-pub fn after_change(ctx: &ToolContext, old: &str, new: &str, gone: &[String], why: Why) -> Option<String> {
-    match rename_pair(old, new) {
-        Some((from, to)) => rename_calls(ctx, &from, &to, &[]).map(|calls| format!("\nNote: {calls}")),
-        None => still_used(ctx, gone, why),
-    }
 }
 
 /// How the names of a note went away.
@@ -361,37 +279,9 @@ mod tests {
         assert_eq!(lost_definitions("def calc(a):\n    return a\n", "def compute(a):\n    return a\n"), ["calc"]);
         assert!(lost_definitions("def calc(a):\n    return a\n", "def calc(a):\n    return 2 * a\n").is_empty());
         assert!(has_word("x = get_total(p)", "get_total") && !has_word("x = get_totals(p)", "get_total"));
-        assert_eq!(rename_pair("    def get_area(self):", "def area(self):"), Some(("get_area".into(), "area".into())));
-        assert_eq!(rename_pair("a = calc(x)", "a = calc(y) + other(z)"), None, "two new names: not a rename");
-        assert_eq!(rename_pair(r#"{"logging":{"level":"info"}}"#, r#"{"logging":{"level":"debug"}}"#), None, "a value");
-        assert_eq!(rename_pair("greet('world')", "greet('there')"), None);
         assert_eq!(
-            rename_pair("return f'{len(p)} items, {get_total(p)}'", "return f'{len(p)} items, {compute_total(p)}'"),
-            Some(("get_total".into(), "compute_total".into())),
-            "an f-string's braces are code"
+            defined_names("pub fn a() {}\nexport function b() {}\nfunc c() {}\n    def d(): pass\n"),
+            ["a", "b", "c"]
         );
-        assert_eq!(
-            rename_pair(r#"v = f("a\"b", old_name)"#, r#"v = f("a\"b", new_name)"#),
-            Some(("old_name".into(), "new_name".into())),
-            "an escaped quote does not open a string"
-        );
-        assert_eq!(replace_word("get_area(get_areas) + x.get_area", "get_area", "area"), "area(get_areas) + x.area");
-    }
-
-    #[test]
-    fn a_rename_note_spells_out_each_edit() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::write(root.join("main.py"), "c = C()\nprint(c.get_area())\nprint(c.get_area())\n").unwrap();
-        std::fs::write(root.join("other.py"), "x = get_areas\n").unwrap();
-        let ctx = ToolContext::new(root.clone(), vec![], Default::default());
-        let note = rename_calls(&ctx, "get_area", "area", &[]).unwrap();
-        let want = r#"{"name": "edit_file", "arguments": {"file_path": "main.py", "old_string": "print(c.get_area())", "new_string": "print(c.area())", "replace_all": true}}"#;
-        assert!(note.contains(want), "{note}");
-        assert!(note.starts_with("`get_area` is still used where `area` is meant, at main.py:2, main.py:3."), "{note}");
-        assert_eq!(note.matches("```json").count(), 1, "the same line once: {note}");
-        assert!(!note.contains("other.py"), "whole words only: {note}");
-        std::fs::write(root.join("main.py"), "print(c.area())\n").unwrap();
-        assert_eq!(rename_calls(&ctx, "get_area", "area", &[]), None);
     }
 }

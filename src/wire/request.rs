@@ -96,21 +96,19 @@ pub struct InitConfig {
     /// are answered "not run" to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls_per_turn: Option<u32>,
-    /// Append the workspace's path and files (at most 60; else its top
-    /// level and file count) to the system prompt at the first send
-    /// (default true).
+    /// Put the workspace's path and files (at most 60; else its top level
+    /// and file count) before the first send's request (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_listing: Option<bool>,
-    /// Before an answer is accepted, check it against what the send did and
-    /// send the model back once when it claims a change it did not make, names
-    /// a file that does not exist or did not run what it was asked to run
-    /// (default true).
+    /// Before an answer is accepted, check the facts of the send: a write
+    /// the tools held back and the model never confirmed, or a file the
+    /// send changed that parsed before and does not now, sends the model
+    /// back once (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_checks: Option<bool>,
-    /// Before the model's first answer of a send, read the files the
-    /// request names (and the workspace modules they import) and run the
-    /// check command it names, as ordinary tool calls with their events
-    /// (default true).
+    /// Removed: pirn makes no tool calls of its own (it once read the files
+    /// a request named and ran the command it named before the model's
+    /// first answer). Accepted so older clients still start; has no effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preflight: Option<bool>,
     /// Directories outside the workspace that file tools may reach.
@@ -162,9 +160,10 @@ pub struct InitConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_passthrough: Option<Vec<String>>,
     /// A shell command that shows the task is done (e.g. `python3 -m
-    /// unittest`): when the model answers after changing files, pirn runs it
-    /// and gives the model its output while it fails. Default: a command
-    /// the request itself names as the check, if any.
+    /// unittest`), set by the operator: at each final answer pirn runs it
+    /// (as `bash` would, when the approval policy allows that unasked) and
+    /// gives the model its output while it fails. pirn never takes a
+    /// command from the request or the repository. Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_command: Option<String>,
     /// Failed verifications given back to the model before the send ends

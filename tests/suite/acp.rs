@@ -72,26 +72,16 @@ async fn the_official_client_runs_a_prompt_with_tool_calls_and_a_diff() {
     assert_eq!(init["agentInfo"]["name"], "pirn");
     assert_eq!(init["authMethods"], json!([]));
     assert_eq!(r["steps"][1]["stopReason"], "end_turn", "{r}");
-    // The preflight reads a.py; then the model's edit; then its answer.
-    assert_eq!(
-        kinds(&r),
-        [
-            "tool_call",
-            "tool_call_update",
-            "tool_call",
-            "tool_call_update",
-            "agent_message_chunk",
-            "agent_message_chunk"
-        ]
-    );
+    // The model's edit, then its answer: pirn makes no calls of its own.
+    assert_eq!(kinds(&r), ["tool_call", "tool_call_update", "agent_message_chunk", "agent_message_chunk"]);
     let updates = r["updates"].as_array().unwrap();
-    let edit = &updates[2]["update"];
+    let edit = &updates[0]["update"];
     assert_eq!(edit["kind"], "edit");
     assert_eq!(edit["status"], "in_progress");
     assert_eq!(edit["rawInput"]["new_string"], "x = 2");
     let path = ws.path().canonicalize().unwrap().join("a.py");
     assert_eq!(edit["locations"][0]["path"], path.to_str().unwrap());
-    let done = &updates[3]["update"];
+    let done = &updates[1]["update"];
     assert_eq!(done["toolCallId"], edit["toolCallId"]);
     assert_eq!(done["status"], "completed");
     let diff = done["content"].as_array().unwrap().iter().find(|c| c["type"] == "diff").expect("a diff");

@@ -99,7 +99,7 @@ async fn a_changed_prompt_or_a_short_cassette_is_a_replay_mismatch() {
     assert_eq!(r["error"]["code"], "replay_mismatch", "{r}");
     assert_eq!(r["error"]["retryable"], false);
     let details = &r["error"]["details"];
-    assert_eq!(details["path"], "/messages/1/content", "{details}");
+    assert_eq!(details["path"], "/messages/2/content", "{details}");
     assert_eq!(details["recorded"], "What does answer() return?");
     assert_eq!(details["sent"], "What does answer() give back?");
     assert!(details["exchange"].is_u64());

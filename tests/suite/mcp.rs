@@ -244,7 +244,7 @@ async fn pirn_serve_is_an_mcp_server_for_the_official_client() {
     assert_eq!(status, 404, "not live after the run");
     let again = client.call_tool(call("pirn_send", json!({"session_id": sid, "message": "sure?"}))).await.unwrap();
     assert_eq!(text_of(&again), "still 42");
-    assert_eq!(mock.requests()[1].body["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(mock.requests()[1].body["messages"].as_array().unwrap().len(), 5, "with the listing note");
     let (status, body) =
         super::http::call(c.get(format!("{}/v1/sessions/{sid}/messages", d.base)).bearer_auth("tk")).await;
     assert_eq!(status, 200, "{body}");

@@ -47,7 +47,7 @@ async fn a_session_resumed_in_a_new_process_carries_its_earlier_turns() {
     let (mut w, ok) = Worker::ready(&mock.base_url(), &[], json!({"resume_session_id": sid})).await;
     assert_eq!(ok["session_id"], sid.as_str(), "init_ok names the resumed session");
     let st = w.status("s").await;
-    assert_eq!(st["messages_count"], 3, "system prompt, user, assistant: {st}");
+    assert_eq!(st["messages_count"], 4, "system prompt, listing note, user, assistant: {st}");
     assert!(st.get("interrupted").is_none(), "{st}");
     w.write(json!({"type": "send", "id": "1", "message": "Which number?"})).await;
     let (events, r) = w.result_for("1").await;
@@ -56,9 +56,10 @@ async fn a_session_resumed_in_a_new_process_carries_its_earlier_turns() {
     let second = &chat_requests(&mock)[1];
     let turns = conversation(second);
     let roles: Vec<&str> = turns.iter().map(|(r, _)| r.as_str()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "user"], "{turns:?}");
-    assert_eq!(turns[1].1, "Remember the number 42.");
-    assert_eq!(turns[2].1, "Noted: 42.");
+    assert_eq!(roles, ["system", "user", "user", "assistant", "user"], "{turns:?}");
+    assert!(turns[1].1.starts_with("[pirn] The workspace is"), "the listing note: {turns:?}");
+    assert_eq!(turns[2].1, "Remember the number 42.");
+    assert_eq!(turns[3].1, "Noted: 42.");
 
     // A 0.2.0 client cannot resume (the field is 0.3.0), and an unknown id is refused.
     let w2 = Worker::spawn(&mock.base_url(), &[]).await;
@@ -120,10 +121,10 @@ async fn after_kill_9_mid_send_the_history_is_intact_and_the_send_reported_inter
     assert_eq!(r["response"], "Resumed.");
     let turns = conversation(&chat_requests(&mock)[2]);
     let roles: Vec<&str> = turns.iter().map(|(r, _)| r.as_str()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "tool", "user", "user"], "{turns:#?}");
-    assert!(turns[3].1.contains("the notes"), "the tool result survived: {turns:?}");
-    assert!(turns[4].1.starts_with("[pirn] The previous request was interrupted"), "{turns:?}");
-    assert_eq!(turns[5].1, "Go on.");
+    assert_eq!(roles, ["system", "user", "user", "assistant", "tool", "user", "user"], "{turns:#?}");
+    assert!(turns[4].1.contains("the notes"), "the tool result survived: {turns:?}");
+    assert!(turns[5].1.starts_with("[pirn] The previous request was interrupted"), "{turns:?}");
+    assert_eq!(turns[6].1, "Go on.");
 }
 
 fn pirn_sync(base: &str, args: &[&str]) -> std::process::Output {
@@ -155,7 +156,7 @@ async fn run_resume_and_the_sessions_command() {
     let out =
         tokio::task::spawn_blocking(move || pirn_sync(&base2, &["run", "--resume", &sid2, "And then?"])).await.unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(conversation(&chat_requests(&mock)[1]).len(), 4, "system, question, answer, follow-up");
+    assert_eq!(conversation(&chat_requests(&mock)[1]).len(), 5, "system, listing, question, answer, follow-up");
 
     let list = String::from_utf8(pirn_sync(&base, &["sessions", "list"]).stdout).unwrap();
     let line = list.lines().find(|l| l.starts_with(&sid)).unwrap_or_else(|| panic!("{list}"));
@@ -216,7 +217,7 @@ async fn http_lists_stored_sessions_serves_history_and_replays_evicted_frames_fr
 
     let h = call(c.get(url("/messages?since=0"))).await.1;
     let roles: Vec<&str> = h["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant"]);
+    assert_eq!(roles, ["system", "user", "user", "assistant", "user", "assistant"], "with the listing note");
     let total = h["events"].as_array().unwrap().len() as u64;
     assert_eq!(total, 5 + 5001, "every frame of both sends");
     let tail = call(c.get(url(&format!("/messages?since={}", total - 2)))).await.1;
@@ -243,7 +244,7 @@ async fn http_lists_stored_sessions_serves_history_and_replays_evicted_frames_fr
     post(&c, &url("/sends"), json!({"message": "more", "send_id": "s3"})).await;
     let frames = live.until_result("s3").await;
     assert!(frames[0].id.unwrap() > total, "frame ids continue after the stored ones: {:?}", frames[0].id);
-    assert_eq!(conversation(&chat_requests(&mock)[2]).len(), 6);
+    assert_eq!(conversation(&chat_requests(&mock)[2]).len(), 7, "with the listing note");
     assert_eq!(c.delete(url("?purge=true")).send().await.unwrap().status(), 204);
     assert_eq!(c.get(url("/messages")).send().await.unwrap().status(), 404);
     assert_eq!(c.delete(url("")).send().await.unwrap().status(), 404);

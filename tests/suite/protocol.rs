@@ -131,11 +131,12 @@ async fn text_answer_streams_deltas_usage_and_one_result() {
     assert_eq!(req.body["stream"], true);
     assert_eq!(req.body["stream_options"]["include_usage"], true);
     assert_eq!(req.body["model"], "mock-model");
-    // The system prompt, then the workspace listing added at the first send.
-    let system = req.body["messages"][0]["content"].as_str().unwrap();
-    assert_eq!(req.body["messages"][0]["role"], "system");
-    assert!(system.starts_with("You are a test.\n\nThe workspace is /"), "{system}");
-    assert_eq!(req.body["messages"][1], json!({"role":"user","content":"say hello"}));
+    // The system prompt as given (a stable prefix for a server's prompt
+    // cache), then the request with the workspace listing before it.
+    assert_eq!(req.body["messages"][0], json!({"role":"system","content":"You are a test."}));
+    let note = req.body["messages"][1]["content"].as_str().unwrap();
+    assert!(note.starts_with("[pirn] The workspace is /"), "the listing, as pirn's note: {note}");
+    assert_eq!(req.body["messages"][2], json!({"role":"user","content":"say hello"}));
     let tools: Vec<&str> =
         req.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["read_file", "write_file", "edit_file", "glob", "grep", "bash"]);
@@ -148,7 +149,6 @@ async fn tool_round_trip_sums_usage_and_feeds_the_result_back() {
         Reply::text(&["The note says hi."]),
     ])
     .await;
-    // No preflight: the model's own read_file is what this test follows.
     let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({"preflight": false})).await;
     std::fs::write(w.workspace.path().join("notes.txt"), "hi from the note\n").unwrap();
     w.write(json!({"type":"send","id":"s1","message":"what does notes.txt say?"})).await;
@@ -165,13 +165,14 @@ async fn tool_round_trip_sums_usage_and_feeds_the_result_back() {
     assert_eq!(r["usage"], json!({"prompt_tokens":30,"completion_tokens":13,"total_tokens":43}));
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 2);
+    // system, the listing note, the request, then the tool round.
     let msgs = reqs[1].body["messages"].as_array().unwrap();
-    assert_eq!(msgs[2]["role"], "assistant");
-    assert_eq!(msgs[2]["tool_calls"][0]["function"]["name"], "read_file");
-    assert_eq!(msgs[2]["tool_calls"][0]["function"]["arguments"], r#"{"file_path":"notes.txt"}"#);
-    assert_eq!(msgs[3]["role"], "tool");
-    assert_eq!(msgs[3]["tool_call_id"], msgs[2]["tool_calls"][0]["id"]);
-    assert!(msgs[3]["content"].as_str().unwrap().contains("1\thi from the note"), "{}", msgs[3]);
+    assert_eq!(msgs[3]["role"], "assistant");
+    assert_eq!(msgs[3]["tool_calls"][0]["function"]["name"], "read_file");
+    assert_eq!(msgs[3]["tool_calls"][0]["function"]["arguments"], r#"{"file_path":"notes.txt"}"#);
+    assert_eq!(msgs[4]["role"], "tool");
+    assert_eq!(msgs[4]["tool_call_id"], msgs[3]["tool_calls"][0]["id"]);
+    assert!(msgs[4]["content"].as_str().unwrap().contains("1\thi from the note"), "{}", msgs[4]);
 }
 
 #[tokio::test]
@@ -184,10 +185,11 @@ async fn conversation_persists_across_sends() {
     let (events, _) = w.result_for("b").await;
     assert_eq!(events[0]["event_seq"], 0, "event_seq restarts per send");
     let msgs = &mock.requests()[1].body["messages"];
-    assert_eq!(msgs[1]["content"], "one");
-    assert_eq!(msgs[2], json!({"role":"assistant","content":"first answer"}));
-    assert_eq!(msgs[3]["content"], "two");
-    assert_eq!(w.status("st").await["messages_count"], 5, "system prompt + 4");
+    // [1] is pirn's note with the workspace listing, before the first request.
+    assert_eq!(msgs[2]["content"], "one");
+    assert_eq!(msgs[3], json!({"role":"assistant","content":"first answer"}));
+    assert_eq!(msgs[4]["content"], "two");
+    assert_eq!(w.status("st").await["messages_count"], 6, "system prompt, listing + 4");
 }
 
 #[tokio::test]

@@ -36,7 +36,7 @@ async fn run_text_prints_the_streamed_answer() {
     assert_eq!(code, 0, "stderr: {err}");
     assert_eq!(out, "It is a demo.\n");
     assert!(err.contains("[tool] read_file"), "{err}");
-    assert_eq!(mock.requests()[0].body["messages"][1]["content"], "what is this?");
+    assert_eq!(mock.requests()[0].body["messages"][2]["content"], "what is this?");
 }
 
 #[tokio::test]

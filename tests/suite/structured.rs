@@ -35,7 +35,8 @@ async fn a_valid_answer_is_parsed_into_structured_output() {
     assert_eq!(r["response"], answer, "the raw text stays in response");
     let first = &mock.requests()[0].body;
     assert!(last_text(first).contains("\"functions\""), "the model is shown the schema: {first}");
-    assert!(first.get("response_format").is_none(), "the first answer is the model's own");
+    // The first request that may end the turn already asks for the schema.
+    assert_eq!(first["response_format"]["json_schema"]["schema"], schema(), "{first}");
 }
 
 #[tokio::test]

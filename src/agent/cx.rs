@@ -1,0 +1,127 @@
+//! The state of one send while its loop runs: what it was given (config,
+//! conversation, budgets, emitter) and what it has learned (facts, mode,
+//! loop history, recoveries).
+//!
+//! Owns: [`SendCx`], built once per send by [`SendCx::new`], and the small
+//! rules that act on it as a whole: [`SendCx::again`] (a gate sends the
+//! model back) and [`SendCx::shown`] (a path as the model sees it).
+
+use super::facts::Facts;
+use super::loop_guard::{Cycles, LoopGuard};
+use super::mode::Mode;
+use super::round::Done;
+use super::verify::Verifier;
+use super::{Emitter, SendSpec, SendStats};
+use crate::approval::{ApprovalMode, PermissionBroker};
+use crate::config::SessionConfig;
+use crate::conversation::Conversation;
+use crate::tools::ToolContext;
+
+/// Everything one send's loop works with.
+pub struct SendCx<'a> {
+    pub config: &'a SessionConfig,
+    pub permissions: &'a PermissionBroker,
+    pub emit: &'a Emitter,
+    pub conv: &'a mut Conversation,
+    pub stats: &'a mut SendStats,
+    pub spec: &'a mut SendSpec,
+    /// The request as the user sent it (quoted back in a wrap-up note only).
+    pub request: &'a str,
+    /// What the tools get (workspace, sandbox, cancellation, result cap).
+    pub tools: ToolContext,
+    pub facts: Facts,
+    pub mode: Mode,
+    /// The operator's check (`verify_command`), when there is one.
+    pub verifier: Option<Verifier>,
+    /// The fact gates (`config.answer_checks`) are on: never in plan mode.
+    pub checks: bool,
+    /// The operator's check passed and no tool call ran since.
+    pub verified: bool,
+    pub guard: LoopGuard,
+    pub cycles: Cycles,
+    /// (signature, result) of the previous answer's calls that a repeat
+    /// may be answered with.
+    pub previous: Vec<Done>,
+    /// Gates that already sent the model back once in this send.
+    pub fired: Vec<&'static str>,
+    /// One retry after the server said the request does not fit.
+    pub context_retry: bool,
+    /// Answers the server could not parse, asked for again.
+    pub unreadable: u32,
+    /// The last answer's text while a token budget is set (the answer a
+    /// budget stop reports).
+    pub last_text: String,
+}
+
+impl<'a> SendCx<'a> {
+    /// The context of a send of `request`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: &'a SessionConfig,
+        permissions: &'a PermissionBroker,
+        emit: &'a Emitter,
+        conv: &'a mut Conversation,
+        stats: &'a mut SendStats,
+        spec: &'a mut SendSpec,
+        request: &'a str,
+    ) -> SendCx<'a> {
+        let mut tools = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), spec.cancel.clone());
+        tools.read_files = Some(conv.read_files.clone());
+        tools.sandbox = config.sandbox.clone();
+        tools.env_passthrough = config.env_passthrough.clone();
+        tools.client_files = config.client_files.clone();
+        let plan = config.policy.mode == ApprovalMode::Plan;
+        let verifier = if plan { None } else { Verifier::for_send(config, spec.verify_command.as_deref()) };
+        SendCx {
+            config,
+            permissions,
+            emit,
+            conv,
+            stats,
+            spec,
+            request,
+            tools,
+            facts: Facts::default(),
+            mode: Mode::Work,
+            verifier,
+            checks: config.answer_checks && !plan,
+            verified: false,
+            guard: LoopGuard::default(),
+            cycles: Cycles::default(),
+            previous: Vec::new(),
+            fired: Vec::new(),
+            context_retry: false,
+            unreadable: 0,
+            last_text: String::new(),
+        }
+    }
+
+    /// A gate sends the model back: `note` goes into the conversation and
+    /// the next request is made in `mode`; earlier results are no longer
+    /// answers to repeats.
+    pub fn again(&mut self, note: &str, mode: Mode) {
+        self.conv.push_note(note);
+        self.mode = mode;
+        self.previous.clear();
+    }
+
+    /// True the first time gate `name` asks (it sends the model back at
+    /// most once per send).
+    pub fn fire_once(&mut self, name: &'static str) -> bool {
+        if self.fired.contains(&name) {
+            return false;
+        }
+        self.fired.push(name);
+        true
+    }
+
+    /// `path` as the model sees it (relative to the workspace).
+    pub fn shown(&self, path: &std::path::Path) -> String {
+        self.tools.display(path)
+    }
+
+    /// pirn's account of what the send changed (see [`Facts::account`]).
+    pub fn account(&self) -> String {
+        self.facts.account(|p| self.tools.display(p))
+    }
+}

@@ -1,0 +1,148 @@
+//! What one send did, as facts: the typed outcome of each tool call, and
+//! the record the answer gates read.
+//!
+//! Owns: [`CallOutcome`] (what one call did: changed a file, left it as it
+//! was, was held back, ran a command and how it exited, was denied, failed,
+//! or looked without changing anything) and [`Facts`] (the files this send
+//! changed with the hash of what each last write put there, the writes held
+//! back and not confirmed since, the commands run and their exit codes, the
+//! calls that failed or were denied). Fed only by [`CallOutcome`]s, which
+//! come from the tools' typed [`Effect`] and the approval gate, never from
+//! the text of a result, a request or an answer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use crate::tools::{Effect, ToolOutput};
+
+/// What one tool call did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// The file now holds exactly what the call wrote (`hash`: [`crate::tools::content_hash`]).
+    Changed { path: PathBuf, hash: u64 },
+    /// The file already held exactly these bytes; nothing was written.
+    Unchanged { path: PathBuf },
+    /// A rewrite removing most of the file was held back; nothing written.
+    HeldBack { path: PathBuf },
+    /// A command ran; its exit code (`None`: timed out or killed).
+    Ran { exit_code: Option<i32> },
+    /// The approval policy or the user refused the call: nothing ran.
+    Denied,
+    /// The call failed (bad arguments, a path outside, an edit that did not match).
+    Failed,
+    /// It succeeded without changing anything pirn can see (a read, a
+    /// search), or it was a tool whose effects pirn cannot see (MCP).
+    Looked,
+}
+
+impl CallOutcome {
+    /// The outcome of a call that ran (or was refused by the tool itself).
+    pub fn of(output: &ToolOutput) -> CallOutcome {
+        match &output.effect {
+            Effect::Changed { path, hash, .. } => CallOutcome::Changed { path: path.clone(), hash: *hash },
+            Effect::Unchanged { path } => CallOutcome::Unchanged { path: path.clone() },
+            Effect::HeldBack { path } => CallOutcome::HeldBack { path: path.clone() },
+            Effect::Ran { exit_code } => CallOutcome::Ran { exit_code: *exit_code },
+            Effect::None if output.is_error => CallOutcome::Failed,
+            Effect::None => CallOutcome::Looked,
+        }
+    }
+
+    /// True when a later call's result may differ because of this one
+    /// (it wrote, ran a command, or may have: an MCP tool).
+    pub fn may_change_workspace(&self, tool: &str) -> bool {
+        match self {
+            CallOutcome::Changed { .. } | CallOutcome::Ran { .. } => true,
+            CallOutcome::Looked => !crate::tools::ALL_TOOLS.contains(&tool),
+            _ => false,
+        }
+    }
+}
+
+/// The facts of one send so far.
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// Files changed by `write_file`/`edit_file`: path → hash of what the
+    /// last such call wrote.
+    pub changed: BTreeMap<PathBuf, u64>,
+    /// Files changed and then touched by a call whose effect on them pirn
+    /// cannot see (`bash`, an MCP tool): what they hold is the model's doing
+    /// either way, so their hash is not held against the disk.
+    pub touched_since: BTreeSet<PathBuf>,
+    /// Writes held back and not confirmed or superseded since.
+    pub held_back: BTreeSet<PathBuf>,
+    /// Exit codes of the commands run, in order.
+    pub ran: Vec<Option<i32>>,
+    /// Calls that failed, and calls refused by the policy or the user.
+    pub failed: u32,
+    pub denied: u32,
+    /// Outcomes of the last tool round.
+    pub last_round: Vec<CallOutcome>,
+}
+
+impl Facts {
+    /// Records one call's outcome (`tool`: its name).
+    pub fn record(&mut self, tool: &str, outcome: &CallOutcome) {
+        match outcome {
+            CallOutcome::Changed { path, hash } => {
+                self.changed.insert(path.clone(), *hash);
+                self.touched_since.remove(path);
+                self.held_back.remove(path);
+            }
+            CallOutcome::Unchanged { path } => {
+                self.held_back.remove(path);
+            }
+            CallOutcome::HeldBack { path } => {
+                self.held_back.insert(path.clone());
+            }
+            CallOutcome::Ran { exit_code } => {
+                self.ran.push(*exit_code);
+                self.touched_since.extend(self.changed.keys().cloned());
+            }
+            CallOutcome::Denied => self.denied += 1,
+            CallOutcome::Failed => self.failed += 1,
+            CallOutcome::Looked if !crate::tools::ALL_TOOLS.contains(&tool) => {
+                self.touched_since.extend(self.changed.keys().cloned());
+            }
+            CallOutcome::Looked => {}
+        }
+    }
+
+    /// True once a file was changed in this send.
+    pub fn wrote(&self) -> bool {
+        !self.changed.is_empty()
+    }
+
+    /// pirn's account of the send for an answer the model did not give:
+    /// the files it changed (`shown` turns a path into the workspace form).
+    pub fn account(&self, shown: impl Fn(&std::path::Path) -> String) -> String {
+        if self.changed.is_empty() {
+            "No file was changed.".to_owned()
+        } else {
+            let files: Vec<String> = self.changed.keys().map(|p| shown(p)).collect();
+            format!("Files changed: {}.", files.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_follow_typed_outcomes() {
+        let mut f = Facts::default();
+        let a = PathBuf::from("/w/a.py");
+        f.record("write_file", &CallOutcome::HeldBack { path: a.clone() });
+        assert!(f.held_back.contains(&a) && !f.wrote());
+        f.record("write_file", &CallOutcome::Changed { path: a.clone(), hash: 7 });
+        assert!(f.held_back.is_empty() && f.wrote());
+        f.record("bash", &CallOutcome::Ran { exit_code: Some(1) });
+        assert!(f.touched_since.contains(&a), "a command ran after the write");
+        f.record("edit_file", &CallOutcome::Changed { path: a.clone(), hash: 8 });
+        assert!(f.touched_since.is_empty() && f.changed[&a] == 8);
+        f.record("read_file", &CallOutcome::Denied);
+        assert_eq!((f.denied, f.ran.clone()), (1, vec![Some(1)]));
+        assert_eq!(f.account(|p| p.display().to_string()), "Files changed: /w/a.py.");
+    }
+}

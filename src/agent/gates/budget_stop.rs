@@ -1,0 +1,16 @@
+//! Gate: the answer after the tool-call budget ran out ends the send.
+//!
+//! Reads: the mode `WrapUp(Budget)` the round set when the budget was
+//! spent. May: end the send `budget_exceeded`, with the model's answer (or
+//! pirn's account of what changed when it gave none).
+
+use super::{Answer, Verdict, said};
+use crate::agent::cx::SendCx;
+use crate::agent::mode::{Mode, WrapUp};
+
+pub(super) fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
+    if cx.mode != Mode::WrapUp(WrapUp::Budget) {
+        return Verdict::Pass;
+    }
+    Verdict::Fail { error: cx.spec.meter.exceeded(), answer: said(&answer.text).or_else(|| Some(cx.account())) }
+}

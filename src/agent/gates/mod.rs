@@ -1,0 +1,136 @@
+//! The answer gates: what a final answer (one without tool calls) passes
+//! before a send ends `ok`. Their order is written once, in [`ORDER`].
+//!
+//! Each gate reads facts the send gathered (the model call's finish reason,
+//! the [`super::mode::Mode`], the files the tools changed and their hashes,
+//! the operator's check, the send's schema) and may do one of three
+//! things ([`Verdict`]): let the answer through to the next gate, send the
+//! model back with a note (each gate at most as often as it says), or end
+//! the send with an error. No gate reads the user's request or the
+//! model's prose: where a check needs to know what was asked, the operator
+//! says it (`verify_command`, `output_schema`).
+//!
+//! | gate | reads | may |
+//! |---|---|---|
+//! | [`Gate::CutOff`] | `finish_reason: length` | ask again (schema) or fail `provider_error` |
+//! | [`Gate::BudgetStop`] | mode `WrapUp(Budget)` | fail `budget_exceeded` |
+//! | [`Gate::LoopStop`] | mode `WrapUp(..)`, the answer's JSON shape | fail `loop_detected` |
+//! | [`Gate::HeldBack`] | writes held back, not confirmed | send back once |
+//! | [`Gate::Broken`] | files that parsed before the send and not now | send back once, then fail `verification_failed` |
+//! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
+//! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
+//! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
+
+mod broken;
+mod budget_stop;
+mod cut_off;
+mod held_back;
+mod landed;
+mod loop_stop;
+mod schema;
+mod verify;
+
+use super::cx::SendCx;
+use super::mode::Mode;
+use crate::wire::ErrorEnvelope;
+
+/// A final answer on its way through the gates.
+#[derive(Debug)]
+pub struct Answer {
+    /// What the model said (a gate may put pirn's account in its place).
+    pub text: String,
+    /// The model stopped at its token limit (`finish_reason: length`).
+    pub cut_off: bool,
+}
+
+/// What a gate decides.
+#[derive(Debug)]
+pub enum Verdict {
+    /// On to the next gate.
+    Pass,
+    /// Back to the model with `note`; the next request is made in `mode`.
+    Again { note: String, mode: Mode },
+    /// The send ends with `error`; `answer` is what the result carries
+    /// (`None`: the model's answer).
+    Fail { error: ErrorEnvelope, answer: Option<String> },
+}
+
+/// The gates, each in its own file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    CutOff,
+    BudgetStop,
+    LoopStop,
+    HeldBack,
+    Broken,
+    Landed,
+    Verify,
+    Schema,
+}
+
+/// The order in which an answer meets the gates: first what makes it no
+/// answer at all (cut off, out of budget, a loop), then whether the work
+/// it reports is on disk and sound, then the operator's check, and last
+/// the form the operator asked for.
+pub const ORDER: [Gate; 8] = [
+    Gate::CutOff,
+    Gate::BudgetStop,
+    Gate::LoopStop,
+    Gate::HeldBack,
+    Gate::Broken,
+    Gate::Landed,
+    Gate::Verify,
+    Gate::Schema,
+];
+
+impl Gate {
+    /// This gate's verdict on `answer`.
+    pub async fn review(self, cx: &mut SendCx<'_>, answer: &mut Answer) -> Verdict {
+        match self {
+            Gate::CutOff => cut_off::review(cx, answer),
+            Gate::BudgetStop => budget_stop::review(cx, answer),
+            Gate::LoopStop => loop_stop::review(cx, answer),
+            Gate::HeldBack => held_back::review(cx),
+            Gate::Broken => broken::review(cx).await,
+            Gate::Landed => landed::review(cx).await,
+            Gate::Verify => verify::review(cx).await,
+            Gate::Schema => schema::review(cx, answer),
+        }
+    }
+}
+
+/// What follows a final answer, once every gate has had its say.
+#[derive(Debug)]
+pub enum Review {
+    /// It passed every gate: the send ends `ok` with this response.
+    Accept(String),
+    /// Back to the model with `note`, the next request made in `mode`.
+    Again { note: String, mode: Mode },
+    /// The send ends with `error`.
+    Fail { error: ErrorEnvelope, answer: Option<String> },
+}
+
+/// Runs `answer` through the gates in [`ORDER`]; the first that does not
+/// let it pass decides.
+pub async fn review(cx: &mut SendCx<'_>, mut answer: Answer) -> Review {
+    for gate in ORDER {
+        let verdict = gate.review(cx, &mut answer).await;
+        if !matches!(verdict, Verdict::Pass) {
+            tracing::info!(?gate, "an answer gate stopped the answer");
+        }
+        match verdict {
+            Verdict::Pass => {}
+            Verdict::Again { note, mode } => return Review::Again { note, mode },
+            // A gate that has no answer of its own to report keeps the model's.
+            Verdict::Fail { error, answer: own } => {
+                return Review::Fail { error, answer: own.or_else(|| said(&answer.text)) };
+            }
+        }
+    }
+    Review::Accept(answer.text)
+}
+
+/// The answer as a result carries it: `None` when it is empty.
+fn said(text: &str) -> Option<String> {
+    Some(text.to_owned()).filter(|t| !t.trim().is_empty())
+}

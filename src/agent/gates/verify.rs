@@ -1,0 +1,28 @@
+//! Gate: the operator's check (`verify_command`).
+//!
+//! Reads: whether the send has a check ([`crate::agent::verify::Verifier`])
+//! and the exit code of running it now. It runs at every final answer
+//! unless it already passed with no tool call since. May: let a passing
+//! answer through (the result reports the verification), send a failing
+//! one back with the command's output and the tools open again while
+//! rounds last, then end the send `verification_failed`.
+
+use super::Verdict;
+use crate::agent::cx::SendCx;
+use crate::agent::mode::Mode;
+use crate::agent::verify::Checked;
+
+pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
+    if cx.verified {
+        return Verdict::Pass;
+    }
+    let Some(verifier) = cx.verifier.as_mut() else { return Verdict::Pass };
+    match verifier.check(&cx.tools, &mut cx.stats.verification).await {
+        Checked::Passed => {
+            cx.verified = true;
+            Verdict::Pass
+        }
+        Checked::Retry(note) => Verdict::Again { note, mode: Mode::Work },
+        Checked::Failed(error) => Verdict::Fail { error, answer: None },
+    }
+}

@@ -1,0 +1,46 @@
+//! The one piece of state that shapes the next request of a send: whether
+//! the model may call tools, and why not.
+//!
+//! Owns: [`Mode`] and [`WrapUp`]. It replaces the loose flags the loop once
+//! kept (`wrap_up`, `cycle_stop`, `budget_stop`, `structured`): each is one
+//! variant here, so no two can disagree.
+
+/// What the next request asks of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The ordinary turn: tools offered, any answer possible.
+    #[default]
+    Work,
+    /// One answer without tools (`tool_choice: "none"`), for the reason given.
+    WrapUp(WrapUp),
+    /// The answer again, without tools and with `response_format`, after
+    /// one that missed the send's `output_schema`.
+    Structured,
+}
+
+/// Why the model is asked for its answer without tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrapUp {
+    /// It made the same tool calls [`super::LOOP_REPEATS`] times in a row.
+    Loop,
+    /// Its calls went round the same cycle a second time: its answer ends
+    /// the send as `loop_detected`.
+    SecondCycle,
+    /// It rewrote a file with exactly the bytes it already held.
+    Redone,
+    /// The send's tool-call budget is spent: its answer ends the send as
+    /// `budget_exceeded`.
+    Budget,
+}
+
+impl Mode {
+    /// True when the next request forbids tool calls.
+    pub fn no_tools(self) -> bool {
+        self != Mode::Work
+    }
+
+    /// True when this is a wrap-up (for any reason).
+    pub fn is_wrap_up(self) -> bool {
+        matches!(self, Mode::WrapUp(_))
+    }
+}

@@ -1,0 +1,177 @@
+//! One tool round: the calls of one model answer, run in order, and what
+//! they teach the loop about where it stands.
+//!
+//! Owns, in this order: the loop stop (the same calls [`LOOP_REPEATS`]
+//! times in a row: the first time one answer without tools is asked for,
+//! the second ends the send), the repeat rule (a call that repeats one of
+//! the previous answer is answered with its earlier result unless the
+//! workspace may have changed since or the tool held it back), the
+//! tool-call budget, and after the calls: the cycle note (the same calls
+//! with the same results going round), the wrap-up when the model rewrote a
+//! file with the bytes it already held, and the wrap-up when the tool-call
+//! budget is spent. Every decision reads [`CallOutcome`]s and call
+//! signatures, never the text of a result or a request.
+
+use super::cx::SendCx;
+use super::facts::CallOutcome;
+use super::mode::{Mode, WrapUp};
+use super::outcome::fail;
+use super::tool_call::{self, CallContext};
+use super::{LOOP_REPEATS, Outcome, batch, budget, loop_guard};
+use crate::context;
+use crate::model::ToolCall;
+use crate::tools;
+use crate::wire::{ErrorCode, ErrorEnvelope};
+
+/// One call of a round as a later repeat may be answered with it.
+#[derive(Debug, Clone)]
+pub struct Done {
+    /// [`loop_guard::call_signature`] of the call.
+    pub signature: String,
+    /// The result the model read.
+    pub text: String,
+    /// The call failed (it will fail again with the same arguments).
+    pub failed: bool,
+}
+
+/// The result of each call of an answer that made a loop.
+const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
+
+/// Runs the round of `turn`; `Some` when the send ends here.
+pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
+    // After a wrap-up request the calls are not run (a server may still
+    // send some): that is the loop going on.
+    if cx.mode.no_tools() || cx.guard.is_loop(&turn.run, turn.most_copies) {
+        if cx.mode == Mode::WrapUp(WrapUp::Budget) {
+            let error = cx.spec.meter.exceeded();
+            return Some(fail(cx.emit, error, Some(cx.account()), None).await);
+        }
+        if !cx.mode.no_tools() {
+            for call in &turn.run {
+                cx.conv.push_tool_result(&call.id, REPEAT_NOT_RUN.to_owned());
+            }
+            cx.mode = Mode::WrapUp(WrapUp::Loop);
+            cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
+            return None;
+        }
+        let error = ErrorEnvelope::new(
+            ErrorCode::LoopDetected,
+            format!("the model made the same tool calls {LOOP_REPEATS} times in a row"),
+        );
+        return Some(fail(cx.emit, error, None, None).await);
+    }
+    cx.tools.result_cap =
+        context::tool_result_cap(cx.config.window(cx.conv.budget.learned_window).await, tools::MAX_RESULT_BYTES);
+    let results = run_calls(cx, &turn).await;
+    cx.verified = false;
+    if cx.spec.meter.tool_calls_spent() && cx.mode == Mode::Work {
+        // Out of tool calls: one answer without tools, then the send ends.
+        cx.mode = Mode::WrapUp(WrapUp::Budget);
+        cx.conv.push_note(budget::WRAP_UP);
+    }
+    let went_round = results.iter().filter_map(|d| cx.cycles.record(&d.signature, &d.text)).max();
+    let rewrote_same = turn
+        .run
+        .iter()
+        .zip(&cx.facts.last_round)
+        .any(|(call, outcome)| call.name == "write_file" && matches!(outcome, CallOutcome::Unchanged { .. }));
+    if cx.mode == Mode::Work && rewrote_same {
+        // The file already holds what the model writes: ask for its answer.
+        cx.mode = Mode::WrapUp(WrapUp::Redone);
+        cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
+    } else if let Some(period) = went_round.filter(|_| cx.mode == Mode::Work) {
+        if cx.cycles.found == 1 {
+            cx.conv.push_note(&loop_guard::cycle_note(&cx.cycles.round(period)));
+        } else {
+            cx.mode = Mode::WrapUp(WrapUp::SecondCycle);
+            cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
+        }
+    }
+    cx.previous = still_valid(&turn.run, &cx.facts.last_round, results);
+    None
+}
+
+/// Runs the calls of `turn` (its `note` goes with the last result), each
+/// answered from `cx.previous` when it repeats one there and nothing of
+/// this answer ran before it that may have changed the workspace. Records
+/// each outcome in `cx.facts` (and the round's in `facts.last_round`).
+/// Returns each call's (signature, result).
+async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn) -> Vec<Done> {
+    let last = turn.run.len().saturating_sub(1);
+    let mut results = Vec::with_capacity(turn.run.len());
+    let mut outcomes = Vec::with_capacity(turn.run.len());
+    let mut changed = false;
+    for (i, call) in turn.run.iter().enumerate() {
+        let note = if i == last { turn.note.as_deref() } else { None };
+        let signature = loop_guard::call_signature(call);
+        let earlier = cx.previous.iter().find(|d| d.signature == signature).filter(|_| !changed).cloned();
+        let (text, outcome) = match earlier {
+            Some(earlier) => {
+                tool_call::repeat(cx.conv, call, &earlier.text, earlier.failed);
+                let outcome = if earlier.failed { CallOutcome::Failed } else { CallOutcome::Looked };
+                (earlier.text, outcome)
+            }
+            None if !cx.spec.meter.take_tool_call() => {
+                let text = budget::not_run(cx.spec.meter.max_tool_calls());
+                cx.conv.push_tool_result(&call.id, text.clone());
+                (text, CallOutcome::Failed)
+            }
+            None => {
+                let call_cx =
+                    CallContext { config: cx.config, permissions: cx.permissions, emit: cx.emit, tools: &cx.tools };
+                let (text, outcome) = tool_call::run(&call_cx, cx.conv, cx.stats, call, note).await;
+                cx.facts.record(&call.name, &outcome);
+                changed |= outcome.may_change_workspace(&call.name);
+                (text, outcome)
+            }
+        };
+        let failed = matches!(outcome, CallOutcome::Failed | CallOutcome::Denied);
+        results.push(Done { signature, text, failed });
+        outcomes.push(outcome);
+    }
+    cx.facts.last_round = outcomes;
+    results
+}
+
+/// The results of `calls` that a later repeat may be answered with: those
+/// that no later call in the same list may have changed, and none that a
+/// tool held back (asked for again, it must run: that is the confirmation).
+pub fn still_valid(calls: &[ToolCall], outcomes: &[CallOutcome], results: Vec<Done>) -> Vec<Done> {
+    let last_change = outcomes.iter().zip(calls).rposition(|(o, c)| o.may_change_workspace(&c.name));
+    results
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| last_change.is_none_or(|at| *i > at))
+        .filter(|(i, _)| !matches!(outcomes.get(*i), Some(CallOutcome::HeldBack { .. })))
+        .map(|(_, r)| r)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall { id: name.into(), name: name.into(), arguments: "{}".into() }
+    }
+
+    #[test]
+    fn results_before_a_change_or_held_back_are_not_kept() {
+        let calls = [call("read_file"), call("edit_file"), call("bash"), call("grep")];
+        let outcomes = [
+            CallOutcome::Looked,
+            CallOutcome::Changed { path: "a".into(), hash: 1 },
+            CallOutcome::Ran { exit_code: Some(0) },
+            CallOutcome::Looked,
+        ];
+        let done = |c: &ToolCall| Done { signature: c.name.clone(), text: "r".to_owned(), failed: false };
+        let results: Vec<Done> = calls.iter().map(done).collect();
+        let kept: Vec<String> = still_valid(&calls, &outcomes, results).into_iter().map(|d| d.signature).collect();
+        assert_eq!(kept, ["grep"], "only what no later call may have changed");
+        let writes = [call("write_file"), call("glob")];
+        let outcomes = [CallOutcome::HeldBack { path: "a".into() }, CallOutcome::Looked];
+        let results: Vec<Done> = writes.iter().map(done).collect();
+        let kept: Vec<String> = still_valid(&writes, &outcomes, results).into_iter().map(|d| d.signature).collect();
+        assert_eq!(kept, ["glob"], "a held-back write asked for again runs");
+    }
+}

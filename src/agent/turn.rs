@@ -1,0 +1,143 @@
+//! One turn: fit the conversation into the window, build the request for
+//! the send's [`Mode`], call the model, meter its usage, and say what the
+//! model answered.
+//!
+//! Owns: the typed recoveries of a model call (a request that did not fit
+//! is shortened and sent once more; a provider that refuses
+//! `response_format` is asked in words, and never again this session; an
+//! answer the server could not parse is asked for again, at most
+//! [`MAX_UNREADABLE`] times) and the line between them and the errors that
+//! end the send. Returns a [`Step`]; decides nothing about the answer.
+
+use super::cx::SendCx;
+use super::outcome::{call_model, fail};
+use super::{Outcome, batch, fit, request, structured};
+use crate::context;
+use crate::model::Completion;
+use crate::wire::{ErrorEnvelope, Event};
+
+/// What one turn produced.
+pub enum Step {
+    /// An answer without tool calls: the gates judge it.
+    Answer(Completion),
+    /// Tool calls: the round runs the ones [`batch::plan`] kept.
+    Calls(batch::Turn),
+    /// Nothing yet: a recovery asks again.
+    Again,
+    /// The send ends here.
+    End(Outcome),
+}
+
+/// Estimated prompt tokens under which a session's first request goes out
+/// before the window probe: every model pirn can drive has a larger window.
+pub const PROBE_FROM_TOKENS: u64 = 2048;
+
+/// Answers the server could not parse that are asked for again, per send.
+pub const MAX_UNREADABLE: u32 = 2;
+/// What the model is told then.
+const UNREADABLE_NOTE: &str = "Your last answer could not be read: its tool call arguments were not valid JSON (the \
+     server rejected it). Answer again with one tool call whose arguments are one JSON object, or in plain text.";
+
+/// Makes one model call in `cx.mode`.
+pub async fn next(cx: &mut SendCx<'_>) -> Step {
+    let (config, emit) = (cx.config, cx.emit);
+    // A first request small enough for any window goes out without asking
+    // the server for its window (a mock that counts requests sees the chat
+    // call first); the probe runs before the first tool result is sized.
+    let window = if cx.stats.iterations == 0 && fit::estimate(config, cx.conv) < PROBE_FROM_TOKENS {
+        config.window_known(cx.conv.budget.learned_window)
+    } else {
+        config.window(cx.conv.budget.learned_window).await
+    };
+    if let Some(w) = window
+        && let Err(error) = fit::fit(config, cx.conv, cx.stats, emit, w).await
+    {
+        return Step::End(fail(emit, error, None, None).await);
+    }
+    if cx.stats.iterations > 0 {
+        // The tool round is in the log before the model is asked again.
+        cx.conv.committed().await;
+    }
+    cx.stats.iterations += 1;
+    let prompt = fit::estimate(config, cx.conv);
+    let sent_bytes = cx.conv.bytes() + config.tool_spec_bytes();
+    let format = response_format(cx);
+    let shape = request::Shape { no_tools: cx.mode.no_tools(), response_format: format.as_ref() };
+    let body = match request::body(config, cx.conv, shape, context::answer_room(window, prompt, config.max_tokens)) {
+        Ok(b) => b,
+        Err(error) => return Step::End(fail(emit, error, None, None).await),
+    };
+    cx.stats.begin_model();
+    let result = call_model(config, body, emit).await;
+    cx.stats.end_model();
+    let completion = match result {
+        Ok(c) => c,
+        Err(e) if e.is_context_exceeded() && !cx.context_retry => {
+            // Not a provider error: learn the window, shorten, try once more.
+            cx.context_retry = true;
+            let guess = u32::try_from(prompt.saturating_mul(3) / 4).unwrap_or(u32::MAX);
+            cx.conv.budget.learn_window(e.window_hint().unwrap_or(guess));
+            tracing::info!(window = cx.conv.budget.learned_window, "the request did not fit the context window");
+            return Step::Again;
+        }
+        Err(e)
+            if format.is_some() && structured::rejects_response_format(e.status(), &format!("{e} {}", e.details())) =>
+        {
+            // Asked once more without it; with tools offered only that
+            // combination is given up, else the session's response_format.
+            tracing::info!("the provider refused response_format: {e}");
+            if shape.no_tools {
+                cx.conv.budget.no_response_format = true;
+            } else {
+                cx.conv.budget.no_format_with_tools = true;
+            }
+            cx.stats.iterations -= 1;
+            return Step::Again;
+        }
+        Err(e) if e.is_unreadable_answer() && cx.unreadable < MAX_UNREADABLE => {
+            // The server could not parse the model's tool call: say so and ask again.
+            cx.unreadable += 1;
+            tracing::info!("the model's answer could not be read: {e}");
+            cx.conv.push_note(UNREADABLE_NOTE);
+            return Step::Again;
+        }
+        Err(e) => {
+            let error = ErrorEnvelope::from(&e);
+            return Step::End(fail(emit, error, None, Some(config.endpoint.provider())).await);
+        }
+    };
+    cx.context_retry = false;
+    cx.stats.calls_completed += 1;
+    match completion.usage {
+        Some(u) => {
+            cx.conv.budget.record(u.prompt_tokens, sent_bytes);
+            cx.spec.meter.charge_tokens(u.total_tokens);
+            cx.stats.usage.add(&u);
+            emit.emit(Event::Usage(u)).await;
+        }
+        None => cx.spec.meter.charge_tokens(prompt + completion.estimated_tokens()),
+    }
+    if cx.spec.meter.limits_tokens() {
+        cx.last_text.clone_from(&completion.text);
+    }
+    if cx.spec.meter.tokens_spent() && !completion.tool_calls.is_empty() {
+        // The call that crossed the budget is the last: its calls are not run.
+        let error = cx.spec.meter.exceeded();
+        return Step::End(fail(emit, error, Some(cx.account()), None).await);
+    }
+    let turn = batch::plan(&completion.tool_calls, config.max_tool_calls_per_turn);
+    cx.conv.push_assistant(&completion.text, &turn.run);
+    if completion.tool_calls.is_empty() { Step::Answer(completion) } else { Step::Calls(turn) }
+}
+
+/// The `response_format` of the next request: the send's schema from the
+/// first request that may end the turn (with tools offered too, until the
+/// provider refuses that combination), never once the provider refused it
+/// for the session.
+fn response_format(cx: &SendCx<'_>) -> Option<serde_json::Value> {
+    let output = cx.spec.output.as_ref()?;
+    let budget = &cx.conv.budget;
+    let tools_offered = !cx.mode.no_tools() && !cx.config.tool_specs().is_empty();
+    let refused = budget.no_response_format || (tools_offered && budget.no_format_with_tools);
+    (!refused).then(|| output.response_format())
+}

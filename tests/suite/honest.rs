@@ -1,0 +1,167 @@
+//! The honest loop, through the real binary with a model that does exactly
+//! the right thing: pirn runs nothing the model did not call, a write lands
+//! byte for byte (or is held back once, saying why), a question gets its
+//! answer without extra turns, and nothing is edited on pirn's own account.
+
+use serde_json::{Value, json};
+
+use super::finish::{last_message, send_with};
+use super::mock::Reply;
+
+/// The `tool_start` events of `events` for tool `name`.
+fn starts<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"]["event"] == "tool_start" && e["event"]["name"] == name).collect()
+}
+
+#[tokio::test]
+async fn a_script_named_in_a_question_is_never_run_by_pirn() {
+    // Running deploy.sh would leave a marker; the model answers from reading it.
+    let files = [("deploy.sh", "#!/bin/sh\ntouch DEPLOYED\necho deployed to \"$1\"\n")];
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "deploy.sh"})),
+        Reply::text(&["It creates a DEPLOYED marker and prints the target."]),
+    ];
+    let message = "Explain what `sh deploy.sh staging` does. Do not deploy.";
+    let (events, r, mock, w) = send_with(script, &files, message, json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert!(starts(&events, "bash").is_empty(), "no command ran: {events:?}");
+    assert!(!w.workspace.path().join("DEPLOYED").exists(), "the script ran");
+    assert_eq!(mock.requests().len(), 2, "the question is answered without extra turns");
+    assert_eq!(starts(&events, "read_file").len(), 1, "only the model's own call");
+    // The first request holds the request and the listing, and no tool result pirn made.
+    let first = mock.requests()[0].body["messages"].as_array().unwrap().clone();
+    assert!(first.iter().all(|m| m["role"] != "tool"), "{first:?}");
+}
+
+#[tokio::test]
+async fn questions_and_advice_end_ok_at_once_and_change_nothing() {
+    let files = [("Makefile", "release:\n\t./publish.sh\n"), ("app.py", "def f():\n    return 1\n")];
+    for (message, answer) in [
+        ("Explain what `make release` does.", "It runs ./publish.sh."),
+        ("Write a short summary of this repository.", "A Makefile and app.py with f()."),
+        ("Show me how to make f return 2; don't change the file.", "```python\ndef f():\n    return 2\n```"),
+        ("How many lines does app.py have?", "2"),
+    ] {
+        let script = vec![Reply::text(&[answer])];
+        let (events, r, mock, w) = send_with(script, &files, message, json!({})).await;
+        assert_eq!(r["status"], "ok", "{message}: {r}");
+        assert_eq!(r["response"], answer, "{message}");
+        assert_eq!(mock.requests().len(), 1, "{message}: no extra turn");
+        assert!(!events.iter().any(|e| e["event"]["event"] == "tool_start"), "{message}: {events:?}");
+        assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), files[1].1, "{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_rewrite_that_drops_a_function_is_held_back_once_then_lands_exactly() {
+    let old = "import os\n\n\ndef keep():\n    return 1\n\n\ndef old_helper():\n    return os.sep\n\n\ndef other():\n    return 2\n";
+    let new = "def keep():\n    return 1\n";
+    let write = || Reply::tool("write_file", json!({"file_path": "util.py", "content": new}));
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "util.py"})),
+        write(),
+        write(),
+        Reply::text(&["util.py now holds only keep()."]),
+    ];
+    let message = "Rewrite util.py so that it holds only keep().";
+    let (_, r, mock, w) = send_with(script, &[("util.py", old)], message, json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("util.py")).unwrap(), new, "exactly as sent");
+    let held = tool_result(&mock.requests()[2].body);
+    assert!(held.starts_with("Error: not written (held back once)"), "{held}");
+    assert!(held.contains("`old_helper`") && held.contains("return os.sep"), "it shows what goes: {held}");
+    assert!(tool_result(&mock.requests()[3].body).starts_with("overwrote util.py"), "the same call again lands");
+}
+
+#[tokio::test]
+async fn data_files_are_written_as_sent_never_merged() {
+    let cases = [
+        ("requirements.txt", "requests==2.31\nflask==3.0\nnumpy==1.26\n", "requests==2.31\nnumpy==1.26\n"),
+        ("config.json", "{\n  \"a\": 1,\n  \"b\": 2,\n  \"c\": 3\n}\n", "{\n  \"a\": 1,\n  \"c\": 3\n}\n"),
+        ("app.toml", "[server]\nport = 80\n\n[debug]\nlevel = 2\n", "[server]\nport = 80\n"),
+        ("notes.md", "one\ntwo  \n", "one\ntwo\n"),
+    ];
+    for (file, old, new) in cases {
+        let script = vec![
+            Reply::tool("read_file", json!({"file_path": file})),
+            Reply::tool("write_file", json!({"file_path": file, "content": new})),
+            Reply::text(&["Done."]),
+        ];
+        let (events, r, _mock, w) = send_with(script, &[(file, old)], &format!("Edit {file}."), json!({})).await;
+        assert_eq!(r["status"], "ok", "{file}: {r}");
+        assert_eq!(std::fs::read_to_string(w.workspace.path().join(file)).unwrap(), new, "{file}");
+        let end = events.iter().find(|e| e["event"]["event"] == "tool_end" && e["event"]["name"] == "write_file");
+        assert_eq!(end.unwrap()["event"]["is_error"], false, "{file}");
+    }
+}
+
+#[tokio::test]
+async fn a_held_back_write_never_confirmed_is_named_once_and_nothing_is_claimed() {
+    let old = "a = 1\nb = 2\nc = 3\nd = 4\n";
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "vals.py"})),
+        Reply::tool("write_file", json!({"file_path": "vals.py", "content": "a = 1\n"})),
+        Reply::text(&["Done."]),
+        Reply::text(&["I left vals.py as it was."]),
+    ];
+    let (_, r, mock, w) = send_with(script, &[("vals.py", old)], "Tidy vals.py.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "I left vals.py as it was.");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("vals.py")).unwrap(), old, "nothing written");
+    let told = last_message(&mock, 3);
+    assert!(told.starts_with("[pirn] Not written: your write_file to vals.py was held back"), "{told}");
+}
+
+#[tokio::test]
+async fn a_rename_leaves_library_calls_that_share_the_name_alone() {
+    let files = [
+        ("store.py", "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return json.load(f)\n"),
+        ("main.py", "import json\nfrom store import load\n\nprint(load('a.json'), json.load(open('b.json')))\n"),
+    ];
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "store.py", "old_string": "def load(path):", "new_string": "def load_config(path):"}),
+        ),
+        Reply::text(&["Renamed load to load_config in store.py."]),
+    ];
+    let (events, r, _mock, w) = send_with(script, &files, "Rename load to load_config in store.py.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(starts(&events, "edit_file").len(), 1, "only the model's edit");
+    let store = std::fs::read_to_string(w.workspace.path().join("store.py")).unwrap();
+    assert!(store.contains("return json.load(f)") && store.contains("def load_config"), "{store}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("main.py")).unwrap(), files[1].1);
+    // The model is told where the old name is still used: information, not an edit.
+    let end = events.iter().find(|e| e["event"]["event"] == "tool_end").unwrap();
+    assert!(end["event"]["result_preview"].as_str().unwrap().contains("still used"), "{end}");
+}
+
+#[tokio::test]
+async fn a_removal_inside_a_function_keeps_the_function() {
+    let old = "def f(x):\n    print('debug', x)\n    y = x * 2\n    print('debug', y)\n    return y\n";
+    let script = vec![
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "m.py", "old_string": "    print('debug', x)\n", "new_string": ""}),
+        ),
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "m.py", "old_string": "    print('debug', y)\n", "new_string": ""}),
+        ),
+        Reply::text(&["Removed both debug prints."]),
+    ];
+    let (_, r, mock, w) =
+        send_with(script, &[("m.py", old)], "Remove the debug prints from the function f.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(
+        std::fs::read_to_string(w.workspace.path().join("m.py")).unwrap(),
+        "def f(x):\n    y = x * 2\n    return y\n"
+    );
+    assert_eq!(mock.requests().len(), 3, "no extra turn");
+}
+
+/// The content of the last tool message of a request body.
+fn tool_result(body: &Value) -> String {
+    let msgs = body["messages"].as_array().unwrap();
+    msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
+}
