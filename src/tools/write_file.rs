@@ -106,6 +106,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     // The same code laid out differently (other quotes, spacing): refused
     // once, since the file already does what it says; asked again, written.
     // (syntax::same_code is gone, issue 36; the lead removes this caller.)
+    #[allow(clippy::overly_complex_bool_expr, clippy::nonminimal_bool)]
     if old.is_some()
         && false
         && ctx.warn_once(
