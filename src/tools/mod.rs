@@ -227,7 +227,7 @@ impl ToolContext {
     }
 
     /// The files this send changed that parsed before and do not now
-    /// (Python and JSON, see [`syntax::problem`]): `(path as shown, what
+    /// (the kinds [`syntax::problem`] knows): `(path as shown, what
     /// the parser says)`.
     pub fn broken(&self) -> Vec<(String, String)> {
         let written: Vec<PathBuf> = {

@@ -1,23 +1,27 @@
 //! After a write: does the file still parse? A warning the model reads in
 //! the tool result, the cheap form of the diagnostics an editor shows.
 //!
-//! Owns: [`warning`]. JSON is parsed in-process (`serde_json`). Python is
-//! parsed by `python3 -I` with `ast.parse` (parsing runs none of the
-//! file's code), with an empty environment, the source on stdin and a
-//! 3-second limit; without `python3` on `PATH` nothing is said. Other
-//! files are not checked.
+//! Owns: [`problem`], [`warning`] and [`after_write`]. Everything is parsed
+//! in-process and runs none of the file's code: Python, Rust, TypeScript
+//! (and TSX), JavaScript (and JSX) and Go with tree-sitter grammars, JSON
+//! with `serde_json`, TOML with `toml_edit`. The kind is read off the file
+//! name's extension; other files are not checked. A tree-sitter parser is
+//! made per check (a few hundred bytes; grammars are static tables), so an
+//! idle pirn holds none.
 
-use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use tree_sitter::{Language, Node, ParseOptions, Parser};
 
 /// Bytes of a file, at most, that are checked.
 const MAX_BYTES: usize = 512 * 1024;
-/// How long `python3` may take.
-const PYTHON_LIMIT: Duration = Duration::from_secs(3);
-
-const PARSE: &str = "import ast, sys\ntry:\n    ast.parse(sys.stdin.read())\nexcept SyntaxError as e:\n    print(f'{type(e).__name__}: {e.msg} (line {e.lineno})')\n";
+/// How long one tree-sitter parse may take before it is given up (and
+/// nothing is said).
+const PARSE_LIMIT: Duration = Duration::from_secs(3);
+/// Characters of the offending text quoted in a problem, at most.
+const QUOTE_CHARS: usize = 40;
 
 /// `"\nWarning: …"` when `content`, the new text of `path` (shown to the
 /// model as `shown`), no longer parses; `None` when it does or cannot be
@@ -28,15 +32,17 @@ pub fn warning(path: &Path, shown: &str, content: &str) -> Option<String> {
 }
 
 /// What the parser says of `content`, the text of `path`, when it does
-/// not parse; `None` when it does or cannot be checked (see [`warning`]).
+/// not parse, such as ``syntax error at line 12 (unexpected `)`)``;
+/// `None` when it parses, when the kind is not one this module knows
+/// (see the module doc), or when `content` is over 512 KiB.
 pub fn problem(path: &Path, content: &str) -> Option<String> {
     if content.len() > MAX_BYTES {
         return None;
     }
     match path.extension().and_then(|e| e.to_str())? {
         "json" => serde_json::from_str::<serde_json::Value>(content).err().map(|e| e.to_string()),
-        "py" => python(content),
-        _ => None,
+        "toml" => content.parse::<toml_edit::DocumentMut>().err().map(|e| toml_problem(content, &e)),
+        ext => tree_problem(&grammar(ext)?, content),
     }
 }
 
@@ -48,87 +54,91 @@ pub fn after_write(ctx: &super::ToolContext, file_path: &str) -> String {
     warning(target.path(), &ctx.display(target.path()), &content).unwrap_or_default()
 }
 
-/// Compares two sources given on stdin, separated by a NUL.
-const SAME_AST: &str = "import ast, sys\na, b = sys.stdin.read().split('\\0', 1)\ntry:\n    print(ast.dump(ast.parse(a)) == ast.dump(ast.parse(b)))\nexcept SyntaxError:\n    print(False)\n";
-
-/// True when `a` and `b` are the same code of `path`'s kind, only laid out
-/// differently: Python with the same syntax tree (`python3 -I`, as
-/// [`warning`] runs it), JSON with the same value. `false` when they differ
-/// or cannot be compared (other kinds, no `python3`, too large).
-pub fn same_code(path: &Path, a: &str, b: &str) -> bool {
-    if a.len() > MAX_BYTES || b.len() > MAX_BYTES || a.contains('\0') || b.contains('\0') {
-        return false;
-    }
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("json") => matches!(
-            (serde_json::from_str::<serde_json::Value>(a), serde_json::from_str::<serde_json::Value>(b)),
-            (Ok(x), Ok(y)) if x == y
-        ),
-        Some("py") => run_python(SAME_AST, &format!("{a}\0{b}")).is_some_and(|out| out == "True"),
-        _ => false,
-    }
+/// The tree-sitter grammar for files ending in `.{ext}`, if any.
+fn grammar(ext: &str) -> Option<Language> {
+    let lang = match ext {
+        "py" | "pyi" => tree_sitter_python::LANGUAGE,
+        "rs" => tree_sitter_rust::LANGUAGE,
+        "ts" | "mts" | "cts" => tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
+        "tsx" => tree_sitter_typescript::LANGUAGE_TSX,
+        "js" | "mjs" | "cjs" | "jsx" => tree_sitter_javascript::LANGUAGE,
+        "go" => tree_sitter_go::LANGUAGE,
+        _ => return None,
+    };
+    Some(lang.into())
 }
 
-fn python(content: &str) -> Option<String> {
-    run_python(PARSE, content)
-}
-
-/// Runs `script` under `python3 -I` with an empty environment and `input`
-/// on stdin, within [`PYTHON_LIMIT`]; its trimmed output, `None` when empty
-/// or when it could not run.
-fn run_python(script: &str, input: &str) -> Option<String> {
-    let mut child = Command::new("python3")
-        .args(["-I", "-c", script])
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take()?;
-    let source = input.to_owned();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(source.as_bytes());
-    });
-    let deadline = Instant::now() + PYTHON_LIMIT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
+/// The first ERROR or MISSING node of `content`'s tree under `language`,
+/// described; `None` when there is none or the parse did not finish
+/// within [`PARSE_LIMIT`].
+fn tree_problem(language: &Language, content: &str) -> Option<String> {
+    let mut parser = Parser::new();
+    parser.set_language(language).ok()?;
+    let bytes = content.as_bytes();
+    let deadline = Instant::now() + PARSE_LIMIT;
+    let mut give_up = |_: &tree_sitter::ParseState| {
+        if Instant::now() < deadline { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+    };
+    let tree = parser.parse_with_options(
+        &mut |at, _| bytes.get(at..).unwrap_or_default(),
+        None,
+        Some(ParseOptions::new().progress_callback(&mut give_up)),
+    )?;
+    let bad = first_bad(tree.root_node())?;
+    let what = if bad.is_missing() {
+        format!("missing `{}`", bad.kind())
+    } else {
+        let first = first_leaf(bad);
+        let text = first.utf8_text(bytes).unwrap_or_default();
+        match quote(text) {
+            q if q.is_empty() => "unexpected end of file".to_owned(),
+            q => format!("unexpected `{q}`"),
         }
+    };
+    Some(format!("syntax error at line {} ({what})", bad.start_position().row + 1))
+}
+
+/// The first node, in document order, that is an ERROR or MISSING node.
+fn first_bad(root: Node<'_>) -> Option<Node<'_>> {
+    let mut node = root;
+    loop {
+        if node.is_error() || node.is_missing() {
+            return Some(node);
+        }
+        let mut cursor = node.walk();
+        node = node.children(&mut cursor).find(|c| c.has_error())?;
     }
-    let _ = writer.join();
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
-    let out = out.trim();
-    (!out.is_empty()).then(|| out.to_owned())
+}
+
+/// The first leaf of `node` (itself when it has no children).
+fn first_leaf(mut node: Node<'_>) -> Node<'_> {
+    while let Some(child) = node.child(0) {
+        node = child;
+    }
+    node
+}
+
+/// `text`'s first line, trimmed, shortened to [`QUOTE_CHARS`] with `…`.
+fn quote(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or_default().trim_end();
+    match line.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+/// toml_edit's error as ``syntax error at line N (message)``; its
+/// message alone when it names no place.
+fn toml_problem(content: &str, e: &toml_edit::TomlError) -> String {
+    let message = e.message().trim().replace('\n', "; ");
+    match e.span() {
+        Some(span) => {
+            let line = content.get(..span.start).unwrap_or_default().matches('\n').count() + 1;
+            format!("syntax error at line {line} ({message})")
+        }
+        None => message,
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn broken_json_and_python_are_named() {
-        assert!(warning(Path::new("a.json"), "a.json", "{\"a\": 1}").is_none());
-        let w = warning(Path::new("a.json"), "a.json", "{\"a\": 1").unwrap();
-        assert!(w.contains("a.json does not parse now"), "{w}");
-        assert!(warning(Path::new("a.txt"), "a.txt", "{").is_none());
-        if Command::new("python3").arg("-V").output().is_ok() {
-            assert!(warning(Path::new("m.py"), "m.py", "def f():\n    return 1\n").is_none());
-            let w = warning(Path::new("m.py"), "m.py", "    print(1)\nx = 2\n").unwrap();
-            assert!(w.contains("IndentationError: unexpected indent (line 1)"), "{w}");
-            let py = Path::new("m.py");
-            assert!(same_code(py, "x = \"a\"\n\n\ny = [1,2]\n", "x = 'a'\ny = [1, 2]"));
-            assert!(!same_code(py, "x = 'a'\n", "x = 'b'\n"));
-            assert!(!same_code(py, "x = (\n", "x = (\n"), "what does not parse is not compared");
-        }
-        assert!(same_code(Path::new("a.json"), "{\"a\": 1, \"b\": [1]}", "{\"b\":[1],\"a\":1}"));
-        assert!(!same_code(Path::new("a.txt"), "a", "a "));
-    }
-}
+mod tests;
