@@ -155,7 +155,8 @@ async fn an_opted_in_client_can_deny() {
     assert_eq!(r["status"], "ok");
     assert_eq!(event(&events, "permission_denied")["reason"], "denied by the user");
     assert!(!w.workspace.path().join("approved").exists());
-    let tool_msg = mock.requests()[1].body["messages"][3]["content"].as_str().unwrap().to_owned();
+    // system, the listing note, the request, the call, its result.
+    let tool_msg = mock.requests()[1].body["messages"][4]["content"].as_str().unwrap().to_owned();
     assert!(tool_msg.contains("denied by the user"), "{tool_msg}");
 }
 

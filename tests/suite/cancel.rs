@@ -62,8 +62,8 @@ async fn cancel_kills_the_whole_tool_process_group() {
     assert_eq!(r2["status"], "ok");
     let msgs = mock.requests()[1].body["messages"].clone();
     let roles: Vec<&str> = msgs.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
-    assert!(msgs[3]["content"].as_str().unwrap().contains("cancelled"));
+    assert_eq!(roles, ["system", "user", "user", "assistant", "tool", "user"], "with the listing note");
+    assert!(msgs[4]["content"].as_str().unwrap().contains("cancelled"));
 }
 
 #[tokio::test]

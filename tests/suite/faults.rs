@@ -117,7 +117,7 @@ async fn a_tool_flooding_a_gigabyte_keeps_memory_bounded_and_status_live() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(peak < 100 * 1024, "RSS peaked at {peak} KiB while the tool printed 1 GB");
-    let tool_msg = mock.requests()[1].body["messages"][3]["content"].as_str().unwrap().to_owned();
+    let tool_msg = mock.requests()[1].body["messages"][4]["content"].as_str().unwrap().to_owned();
     assert!(tool_msg.contains("end\n") && tool_msg.contains("omitted"), "{}", &tool_msg[tool_msg.len() - 200..]);
 }
 

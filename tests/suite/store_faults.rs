@@ -100,7 +100,7 @@ async fn a_full_disk_makes_results_say_not_durable_and_the_log_catches_up_when_i
     assert_eq!(w.exit_code().await, Some(0));
     let envs = [("PIRN_HOME", home.path().to_str().unwrap())];
     let (mut w, _) = Worker::ready(&mock.base_url(), &envs, json!({"resume_session_id": sid})).await;
-    assert_eq!(w.status("st").await["messages_count"], 7, "system prompt and three turns");
+    assert_eq!(w.status("st").await["messages_count"], 8, "system prompt, listing note and three turns");
 }
 
 #[tokio::test]
