@@ -88,7 +88,7 @@ async fn the_official_client_runs_a_prompt_with_tool_calls_and_a_diff() {
     assert_eq!(diff["oldText"], "x = 1\n");
     assert_eq!(diff["newText"], "x = 2\n");
     assert_eq!(diff["path"], path.to_str().unwrap());
-    let text: String = updates[4..].iter().map(|u| u["update"]["content"]["text"].as_str().unwrap()).collect();
+    let text: String = updates[2..].iter().map(|u| u["update"]["content"]["text"].as_str().unwrap()).collect();
     assert_eq!(text, "Set x to 2.");
     assert_eq!(r["exitCode"], 0);
 }
