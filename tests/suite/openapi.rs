@@ -254,6 +254,7 @@ async fn a_generated_client_creates_a_session_sends_and_reads_the_result() {
     assert_eq!(report["protocol_version"], "0.3.0");
     assert_eq!(report["send_id"], "gen-1");
     assert_eq!((&report["status"], &report["response"]), (&json!("ok"), &json!("Hello from pirn.")), "{report}");
-    assert_eq!(report["roles"], json!(["system", "user", "assistant"]));
-    assert_eq!((&report["active"], &report["messages_count"]), (&json!(false), &json!(3)), "{report}");
+    // system, pirn's workspace listing note, the request, the answer.
+    assert_eq!(report["roles"], json!(["system", "user", "user", "assistant"]));
+    assert_eq!((&report["active"], &report["messages_count"]), (&json!(false), &json!(4)), "{report}");
 }
