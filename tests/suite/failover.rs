@@ -67,9 +67,11 @@ async fn a_session_fails_over_from_a_killed_host_to_another() {
     let third = &mock.requests().into_iter().filter(|r| r.path.ends_with("/chat/completions")).nth(2).unwrap().body;
     let texts: Vec<String> =
         third["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap_or("").to_owned()).collect();
-    assert_eq!(texts[1..3], ["first".to_owned(), "one".to_owned()], "{texts:?}");
-    assert_eq!(texts[3], "second");
-    assert!(texts[4].starts_with("[pirn] The previous request was interrupted"), "{texts:?}");
+    // [0] system prompt, [1] the 0.3.0 workspace-listing note, then the turns.
+    assert!(texts[1].starts_with("[pirn] The workspace is"), "{texts:?}");
+    assert_eq!(texts[2..4], ["first".to_owned(), "one".to_owned()], "{texts:?}");
+    assert_eq!(texts[4], "second");
+    assert!(texts[5].starts_with("[pirn] The previous request was interrupted"), "{texts:?}");
     assert_eq!(texts.last().unwrap(), "third");
     // The watcher on B saw B's send too.
     assert_eq!(watcher.until_result("s3").await.last().unwrap().data["response"], "after failover");
