@@ -8,6 +8,7 @@ mod acp;
 mod approval;
 mod cancel;
 mod cassette;
+mod claude;
 mod console;
 mod context;
 mod errors;
