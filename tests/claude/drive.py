@@ -58,10 +58,10 @@ async def main():
             prompt = script["prompt"]
             if options.get("can_use_tool"):
                 # can_use_tool needs a streamed prompt.
-                async def stream():
-                    yield {"type": "user", "message": {"role": "user", "content": prompt}}
+                async def stream(text):
+                    yield {"type": "user", "message": {"role": "user", "content": text}}
 
-                prompt = stream()
+                prompt = stream(prompt)
             turns.append([as_dict(m) async for m in query(prompt=prompt, options=opts)])
         else:
             async with ClaudeSDKClient(options=opts) as client:

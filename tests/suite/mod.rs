@@ -20,6 +20,7 @@ mod group;
 mod hardening;
 mod http;
 mod inbox;
+mod instructions;
 mod interleavings;
 mod mcp;
 mod openapi;
