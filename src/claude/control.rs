@@ -39,7 +39,9 @@ pub fn prompt_text(content: &UserContent) -> Result<String, String> {
     }
 }
 
-/// `system`/`init` for a session with `config`.
+/// `system`/`init` for a session with `config`; the model and permission
+/// mode are those in force now (`setup`, which `set_model` and
+/// `set_permission_mode` keep current).
 pub fn system_init(config: &SessionConfig, setup: &Setup) -> SystemInit {
     let tools = config
         .tool_specs()
@@ -53,8 +55,8 @@ pub fn system_init(config: &SessionConfig, setup: &Setup) -> SystemInit {
         session_id: config.session_id.clone(),
         tools,
         mcp_servers: setup.mcp.iter().map(|s| McpServerStatus { name: s.name.clone(), status: "connected" }).collect(),
-        model: config.model.clone(),
-        permission_mode: permission_mode_name(config.policy.mode).to_owned(),
+        model: setup.model.clone(),
+        permission_mode: permission_mode_name(setup.mode).to_owned(),
         slash_commands: Vec::new(),
         api_key_source: "none",
         claude_code_version: CLAUDE_CODE_VERSION,
@@ -148,10 +150,10 @@ impl Surface {
             }
             ControlIn::SetPermissionMode { mode } => {
                 let answer = approval_mode(&mode).map(|m| {
-                    match &self.session {
-                        Some(s) => s.set_approval_mode(m),
-                        None => self.setup.mode = m,
+                    if let Some(s) = &self.session {
+                        s.set_approval_mode(m);
                     }
+                    self.setup.mode = m;
                     json!({})
                 });
                 self.respond(request_id, answer);
@@ -159,7 +161,10 @@ impl Surface {
             }
             ControlIn::SetModel { model } => {
                 match &self.session {
-                    Some(s) => s.set_model(model),
+                    Some(s) => {
+                        s.set_model(model.clone());
+                        self.setup.model = model.unwrap_or_else(|| s.config().model.clone());
+                    }
                     None => self.setup.model = model.unwrap_or_else(|| self.setup.model.clone()),
                 }
                 self.respond(request_id, Ok(json!({})));

@@ -300,7 +300,7 @@ impl Surface {
             Ok(()) => {
                 let config = session.config();
                 self.emit(&Out::System(Box::new(control::system_init(config, &self.setup))));
-                self.turns.insert(id, Turn::new(&config.session_id, &config.model, self.partial));
+                self.turns.insert(id, Turn::new(&config.session_id, &self.setup.model, self.partial));
             }
             Err(e) => self.refuse_turn(e.to_string()),
         }

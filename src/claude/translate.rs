@@ -196,16 +196,20 @@ fn new_message_id() -> String {
 }
 
 /// Claude Code's `result` for pirn's `r`: `success` when the send ended
-/// well, `error_max_turns` when it ran out of model calls, else
-/// `error_during_execution` (with pirn's error in `errors`).
+/// well, `error_max_turns` when it ran out of model calls,
+/// `error_max_structured_output_retries` when the answer never matched
+/// the schema, else `error_during_execution` (pirn's error in `errors`).
 pub fn result_msg(r: &SendResult, session_id: &str, started: Instant, denials: Vec<PermissionDenial>) -> ResultMsg {
-    let max_turns = r.error.as_ref().is_some_and(|e| e.code == ErrorCode::MaxIterations)
-        || r.stop_reason == Some(StopReason::MaxIterations);
+    let code = r.error.as_ref().map(|e| e.code);
     let ok = r.status == Status::Ok;
-    let subtype = match (ok, max_turns) {
-        (true, _) => "success",
-        (false, true) => "error_max_turns",
-        (false, false) => "error_during_execution",
+    let subtype = if ok {
+        "success"
+    } else if code == Some(ErrorCode::MaxIterations) || r.stop_reason == Some(StopReason::MaxIterations) {
+        "error_max_turns"
+    } else if code == Some(ErrorCode::OutputInvalid) {
+        "error_max_structured_output_retries"
+    } else {
+        "error_during_execution"
     };
     let stop = r.stop_reason.as_ref().map(snake);
     ResultMsg {

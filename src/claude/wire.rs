@@ -185,7 +185,8 @@ pub struct MessageDelta {
 /// `{"type":"result",…}`: how a turn ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct ResultMsg {
-    /// `success`, `error_max_turns` or `error_during_execution`.
+    /// `success`, `error_max_turns`, `error_max_structured_output_retries`
+    /// or `error_during_execution`.
     pub subtype: &'static str,
     pub is_error: bool,
     pub duration_ms: u64,

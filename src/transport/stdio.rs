@@ -241,7 +241,8 @@ impl Worker {
                 let v0_3 = session.config().version >= crate::wire::ProtocolVersion::V0_3;
                 let sandbox = v0_3.then(|| session.config().sandbox.describe());
                 let files = &session.config().instruction_files;
-                let instruction_files = v0_3.then(|| files.iter().map(|f| f.display().to_string()).collect());
+                let instruction_files =
+                    (v0_3 && !files.is_empty()).then(|| files.iter().map(|f| f.display().to_string()).collect());
                 self.session = Some(session);
                 InitOk { id: init.id, session_id, protocol_version, error: None, sandbox, instruction_files }
             }

@@ -52,8 +52,8 @@ pub struct InitOk {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
     /// pirn extension (0.3.0): the project instruction files appended to
-    /// the system prompt (absolute paths, in order; empty when none was
-    /// found or `config.instruction_files` is false).
+    /// the system prompt (absolute paths, in order); absent when none was
+    /// found or `config.instruction_files` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction_files: Option<Vec<String>>,
 }
