@@ -118,6 +118,9 @@ pub struct SessionConfig {
     pub version: ProtocolVersion,
     pub model: String,
     pub system_prompt: String,
+    /// The project instruction files appended to `system_prompt`, in
+    /// order (see [`crate::context::instructions`]).
+    pub instruction_files: Vec<PathBuf>,
     /// Enabled tool names (known built-in ones only).
     pub tools: Vec<String>,
     /// `tools` entries naming MCP tools (`mcp__…`, exact or glob).
@@ -245,6 +248,16 @@ impl SessionConfig {
         }
         let endpoint = Endpoint::for_session(env, config.idle_timeout_ms, &workspace)?;
         let session_id = uuid::Uuid::new_v4().to_string();
+        let instructions = if config.instruction_files.unwrap_or(version >= ProtocolVersion::V0_3) {
+            crate::context::instructions::load(&workspace, Some(&env.home), true)
+        } else {
+            crate::context::instructions::Instructions::default()
+        };
+        let base = if mode == ApprovalMode::Plan {
+            format!("{}{PLAN_INSTRUCTIONS}", config.system_prompt)
+        } else {
+            config.system_prompt.clone()
+        };
         Ok(SessionConfig {
             correlation: Correlation {
                 session_id: Some(Arc::from(session_id.as_str())),
@@ -254,11 +267,8 @@ impl SessionConfig {
             session_id,
             version,
             model: config.model.clone(),
-            system_prompt: if mode == ApprovalMode::Plan {
-                format!("{}{PLAN_INSTRUCTIONS}", config.system_prompt)
-            } else {
-                config.system_prompt.clone()
-            },
+            system_prompt: base + &instructions.text,
+            instruction_files: instructions.files,
             tool_specs: OnceLock::new(),
             tool_spec_bytes: OnceLock::new(),
             tools,

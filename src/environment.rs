@@ -56,6 +56,9 @@ pub struct Environment {
     /// `PIRN_SANDBOX`, unparsed: the operator's default sandbox mode (a bad
     /// value fails `init`).
     pub sandbox: Option<String>,
+    /// `PIRN_HOME`, else `HEDDLE_HOME`, else `~/.pirn`: the file store's
+    /// directory, and where the user's own `AGENTS.md` lives.
+    pub home: PathBuf,
 }
 
 impl std::fmt::Debug for Environment {
@@ -101,6 +104,7 @@ impl Environment {
             replay_timing: var("PIRN_REPLAY_TIMING"),
             store: None,
             sandbox: var("PIRN_SANDBOX"),
+            home: crate::store::home(&|k| get(k)),
         }
     }
 

@@ -4,6 +4,8 @@
 //! - `pirn run [flags] PROMPT` — one send for scripts;
 //! - `pirn serve` — the HTTP facade;
 //! - `pirn acp` — the worker over the Agent Client Protocol;
+//! - `pirn -p …`, `pirn --output-format stream-json …`, `pirn run -p …` —
+//!   Claude Code's headless surface (what the Claude Agent SDKs spawn);
 //! - `pirn sessions list|show|export|rm` — stored sessions;
 //! - `pirn transcript diff|normalize`, `pirn conform` — golden transcripts
 //!   for the test suites of the programs that embed pirn;
@@ -268,6 +270,10 @@ struct RunArgs {
     /// starting one.
     #[arg(long)]
     resume: Option<String>,
+    /// Continue the most recent stored session of this workspace (a new
+    /// one when it has none).
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    continue_last: bool,
     /// The sandbox of bash and stdio MCP servers: workspace-write, read-only
     /// or off [env: PIRN_SANDBOX; default: workspace-write].
     #[arg(long, value_parser = serve_cli::parse_sandbox)]
@@ -343,6 +349,20 @@ fn main() {
         let log = logging::init(None);
         block_on_and_exit(stdio::serve(), log);
     }
+    // Claude Code's headless surface: `pirn -p …`, `pirn --output-format
+    // stream-json …` (what the Agent SDKs spawn), `pirn run -p …`.
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let claude = if pirn::claude::is_claude_invocation(&argv, false) {
+        Some(argv)
+    } else if argv.first().map(String::as_str) == Some("run") && pirn::claude::is_claude_invocation(&argv[1..], true) {
+        Some(argv[1..].to_vec())
+    } else {
+        None
+    };
+    if let Some(argv) = claude {
+        let log = logging::init(None);
+        block_on_and_exit(pirn::claude::main(argv), log);
+    }
     let cli = Cli::parse();
     let log = logging::init(cli.log.as_deref());
     match cli.command {
@@ -374,7 +394,8 @@ fn main() {
                 max_tool_calls: args.max_tool_calls,
                 verify_command: None,
             };
-            let cassette = run::CassetteFlags { record: args.record, replay: args.replay };
+            let cassette =
+                run::CassetteFlags { record: args.record, replay: args.replay, continue_last: args.continue_last };
             block_on_and_exit(run::run(config, args.prompt, options, format, cassette), log)
         }
         Some(Command::Tool { name, args }) => block_on_and_exit(run::tool(name, args), log),

@@ -14,6 +14,7 @@
 //! than overflow. After each call the server's count replaces the estimate
 //! for everything sent so far, so the error never accumulates.
 
+pub mod instructions;
 pub mod probe;
 pub mod workspace;
 

@@ -5,10 +5,12 @@
 //! - [`http`]: `pirn serve` (HTTP, SSE, WebSocket), each session's output
 //!   through its [`hub`];
 //! - [`writer`] and [`pipe_writer`]: the two single writers of stdout;
-//! - [`signal`]: the SIGTERM/SIGINT future all of them stop on.
+//! - [`signal`]: the SIGTERM/SIGINT future all of them stop on;
+//! - [`latest`]: the session `--continue` resumes.
 
 pub mod http;
 pub mod hub;
+pub mod latest;
 pub mod pipe_writer;
 pub mod run;
 pub mod sessions_cmd;

@@ -43,6 +43,16 @@ pub async fn run(
         env.record = cassette.record;
         env.replay = cassette.replay;
     }
+    let mut config = config;
+    if cassette.continue_last
+        && config.resume_session_id.is_none()
+        && let Some(store) = &env.store
+    {
+        let dir = config.cwd.clone().map_or_else(std::env::current_dir, |d| Ok(std::path::PathBuf::from(d)));
+        if let Ok(dir) = dir.and_then(|d| d.canonicalize()) {
+            config.resume_session_id = crate::transport::latest::latest_in(store, &dir).await;
+        }
+    }
     // pirn's own command speaks the newest protocol: its JSONL carries
     // `stop_reason`, `is_error` and the other 0.3.0 fields.
     let opened = Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), w.outbox.clone()).await;
@@ -93,11 +103,14 @@ pub async fn run(
     }
 }
 
-/// `pirn run --record FILE` / `--replay FILE`.
+/// `pirn run --record FILE` / `--replay FILE`, and `--continue`.
 #[derive(Debug, Default)]
 pub struct CassetteFlags {
     pub record: Option<std::path::PathBuf>,
     pub replay: Option<std::path::PathBuf>,
+    /// `--continue`: resume the most recent session of the workspace (a
+    /// new one when it has none).
+    pub continue_last: bool,
 }
 
 /// Exit code of a send's result (see the constants).

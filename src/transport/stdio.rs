@@ -240,8 +240,11 @@ impl Worker {
                 let protocol_version = session.config().version.as_str().to_owned();
                 let v0_3 = session.config().version >= crate::wire::ProtocolVersion::V0_3;
                 let sandbox = v0_3.then(|| session.config().sandbox.describe());
+                let files = &session.config().instruction_files;
+                let instruction_files =
+                    (v0_3 && !files.is_empty()).then(|| files.iter().map(|f| f.display().to_string()).collect());
                 self.session = Some(session);
-                InitOk { id: init.id, session_id, protocol_version, error: None, sandbox }
+                InitOk { id: init.id, session_id, protocol_version, error: None, sandbox, instruction_files }
             }
             Err(OpenError::Version(e)) => InitOk {
                 id: init.id,
@@ -249,6 +252,7 @@ impl Worker {
                 protocol_version: PROTOCOL_VERSION.to_owned(),
                 error: Some(ErrorEnvelope::from(&e)),
                 sandbox: None,
+                instruction_files: None,
             },
             Err(e @ (OpenError::Config(_) | OpenError::Resume { .. })) => return self.protocol_error(init.id, e).await,
         };

@@ -209,7 +209,10 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             s.budget = None;
             s.store = None;
         }
-        OutgoingMessage::InitOk(i) => i.sandbox = None,
+        OutgoingMessage::InitOk(i) => {
+            i.sandbox = None;
+            i.instruction_files = None;
+        }
         OutgoingMessage::ShutdownOk(_) => {}
     }
     true

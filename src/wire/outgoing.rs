@@ -51,6 +51,11 @@ pub struct InitOk {
     /// `off`, or `unavailable: <why>` (then bash calls fail, naming it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// pirn extension (0.3.0): the project instruction files appended to
+    /// the system prompt (absolute paths, in order); absent when none was
+    /// found or `config.instruction_files` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction_files: Option<Vec<String>>,
 }
 
 /// An `event` line: `{type:"event", event:{event:NAME,…}, event_seq, send_id,

@@ -133,6 +133,13 @@ pub struct InitConfig {
     /// environment's `PIRN_PERSIST=0` turns it off for every session).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist: Option<bool>,
+    /// Append the project instruction files (`AGENTS.md`, else
+    /// `CLAUDE.md`, from the git root down to the workspace, after
+    /// `$PIRN_HOME/AGENTS.md`) to the system prompt (default: true for
+    /// 0.3.0 sessions, false for 0.2.0 ones). Prompt text only: they
+    /// change no sandbox, approval or tool setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction_files: Option<bool>,
     /// Continue this stored session (0.3.0): its conversation is loaded and
     /// `init_ok.session_id` is this id.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,375 @@
+//! Claude Code's command line (`claude -p …`, and what the Agent SDKs pass
+//! to the executable they spawn), parsed and mapped onto a pirn session.
+//!
+//! Owns: [`ClaudeArgs`] (the flags pirn honours), [`is_claude_invocation`]
+//! (does an argument vector ask for this surface), the refusal of the
+//! flags pirn cannot honour ([`REFUSED`], exit 2 with the reason, never
+//! ignored). The names both sides give tools, modes and rules are in
+//! [`super::mapping`].
+
+use clap::{Parser, ValueEnum};
+
+use super::mapping::{approval_mode, mcp_servers, pirn_name, pirn_rule, split_rules};
+
+use crate::wire::{ApprovalMode, McpServerConfig, PermissionRules};
+
+/// Flags of Claude Code pirn knows but cannot honour, with the reason
+/// given when one is passed (exit 2).
+pub const REFUSED: &[(&str, &str)] = &[
+    ("--max-budget-usd", "pirn knows no model prices; use a token budget (pirn run --max-total-tokens)"),
+    ("--task-budget", "pirn has no task budgets"),
+    ("--fallback-model", "pirn has one model per session (failover is configured with PIRN_FAILOVER)"),
+    ("--betas", "pirn speaks OpenAI-compatible chat completions: there are no Anthropic betas"),
+    ("--settings", "pirn reads no Claude Code settings files"),
+    ("--session-id", "pirn chooses its session ids"),
+    ("--fork-session", "pirn resumes a session as itself; it does not fork one"),
+    ("--resume-session-at", "pirn resumes a whole session"),
+    ("--resume-drops-turn", "pirn resumes a whole session"),
+    ("--session-mirror", "pirn stores sessions itself (PIRN_HOME, PIRN_STORE)"),
+    ("--plugin-dir", "pirn has no plugins"),
+    ("--plugin-dir-no-mcp", "pirn has no plugins"),
+    ("--agent", "pirn has no subagents"),
+    ("--agents", "pirn has no subagents"),
+    ("--max-thinking-tokens", "pirn does not ask models for thinking"),
+    ("--thinking", "pirn does not ask models for thinking"),
+    ("--thinking-display", "pirn does not ask models for thinking"),
+    ("--effort", "pirn sends no reasoning effort"),
+    ("--include-hook-events", "pirn has no hooks"),
+    ("--channels", "pirn has no channels"),
+    ("--sdk-url", "pirn speaks stream-json on stdio only"),
+    ("--managed-settings", "pirn reads no managed settings"),
+    ("--managed-settings-in-initialize", "pirn reads no managed settings"),
+    ("--permission-prompts", "pirn asks through --permission-prompt-tool stdio only"),
+    ("--initialize-fields", "pirn reads its initialize fields from the request itself"),
+    ("--project-config-root", "pirn reads no Claude Code project config"),
+    ("--debug-file", "pirn logs to stderr (--log or PIRN_LOG)"),
+    ("--system-prompt-file", "pass the prompt itself (--system-prompt)"),
+    ("--append-system-prompt-file", "pass the text itself (--append-system-prompt)"),
+    ("--ide", "pirn has no IDE integration"),
+];
+
+/// `--output-format`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// The final answer only.
+    #[default]
+    Text,
+    /// One `result` object at the end.
+    Json,
+    /// Every message, one JSON object a line.
+    StreamJson,
+}
+
+/// `--input-format`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum InputFormat {
+    /// The prompt is the argument (or all of stdin).
+    #[default]
+    Text,
+    /// stream-json lines on stdin: prompts and control messages.
+    StreamJson,
+}
+
+/// The flags of Claude Code's headless mode pirn honours.
+#[derive(Parser, Debug, Default, Clone)]
+#[command(name = "pirn", no_binary_name = true, version = crate::claude::CLAUDE_CODE_VERSION)]
+pub struct ClaudeArgs {
+    /// Non-interactive: print the answer and exit (pirn always is).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub output_format: OutputFormat,
+    #[arg(long, value_enum, default_value_t)]
+    pub input_format: InputFormat,
+    /// Accepted (stream-json output is always complete).
+    #[arg(long)]
+    pub verbose: bool,
+    /// Accepted: pirn logs to stderr when --log or PIRN_LOG asks.
+    #[arg(long, short = 'd')]
+    pub debug: bool,
+    /// Accepted, as --debug.
+    #[arg(long)]
+    pub debug_to_stderr: bool,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Model calls per turn (pirn's max_iterations).
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// Tools (or `Tool(pattern)` rules) that run without asking.
+    #[arg(long = "allowedTools", alias = "allowed-tools")]
+    pub allowed_tools: Vec<String>,
+    /// Tools removed from the model's set (or `Tool(pattern)` rules refused).
+    #[arg(long = "disallowedTools", alias = "disallowed-tools")]
+    pub disallowed_tools: Vec<String>,
+    /// The tools the model gets: `default`, `""` (none) or a list.
+    #[arg(long)]
+    pub tools: Option<String>,
+    /// default, acceptEdits, plan, bypassPermissions, dontAsk.
+    #[arg(long)]
+    pub permission_mode: Option<String>,
+    #[arg(long)]
+    pub dangerously_skip_permissions: bool,
+    /// Accepted: it only allows switching to bypassPermissions later.
+    #[arg(long)]
+    pub allow_dangerously_skip_permissions: bool,
+    /// Replaces pirn's base system prompt (empty: pirn's base prompt).
+    #[arg(long)]
+    pub system_prompt: Option<String>,
+    #[arg(long)]
+    pub append_system_prompt: Option<String>,
+    /// The answer must be JSON valid against this schema.
+    #[arg(long)]
+    pub json_schema: Option<String>,
+    /// Continue this stored session.
+    #[arg(long, short = 'r')]
+    pub resume: Option<String>,
+    /// Continue the most recent session of this workspace.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_last: bool,
+    /// `{"mcpServers":{…}}` as JSON or a file holding it (repeatable).
+    #[arg(long)]
+    pub mcp_config: Vec<String>,
+    /// Accepted: pirn reads no other MCP configuration.
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+    #[arg(long)]
+    pub include_partial_messages: bool,
+    /// `stdio`: ask the SDK (`can_use_tool` control requests).
+    #[arg(long)]
+    pub permission_prompt_tool: Option<String>,
+    /// `user`, `project`, `local`: which instruction files to read.
+    #[arg(long)]
+    pub setting_sources: Option<String>,
+    /// Directories outside the workspace the file tools may reach.
+    #[arg(long)]
+    pub add_dir: Vec<String>,
+    /// The session is not stored.
+    #[arg(long)]
+    pub no_session_persistence: bool,
+    /// Accepted: pirn takes no optional locks.
+    #[arg(long)]
+    pub no_optional_locks: bool,
+    /// Accepted: pirn reads initialize before its first turn anyway.
+    #[arg(long)]
+    pub await_initialize: bool,
+    /// The prompt (text input).
+    pub prompt: Option<String>,
+}
+
+/// Why the command line cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    #[error(transparent)]
+    Clap(#[from] clap::Error),
+    #[error("{flag} is not supported by pirn: {reason}")]
+    Refused { flag: String, reason: &'static str },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Whether `args` (without the program name) ask for Claude Code's
+/// surface: the first is one of its flags, or, after `run`, one of the
+/// flags only it has (`--continue` is `pirn run`'s own as well).
+pub fn is_claude_invocation(args: &[String], after_run: bool) -> bool {
+    const ONLY_CLAUDE: &[&str] = &[
+        "-p",
+        "--print",
+        "--output-format",
+        "--input-format",
+        "--verbose",
+        "--max-turns",
+        "--allowedTools",
+        "--disallowedTools",
+        "--permission-mode",
+        "--append-system-prompt",
+        "--json-schema",
+        "--continue",
+        "-c",
+        "--mcp-config",
+        "--include-partial-messages",
+        "--permission-prompt-tool",
+        "--dangerously-skip-permissions",
+    ];
+    let flag = |a: &String| a.split('=').next().unwrap_or(a).to_owned();
+    if after_run {
+        // `pirn run --continue` is pirn run's own flag too.
+        let own = |f: &str| ["--continue", "-c"].contains(&f);
+        return args.iter().any(|a| ONLY_CLAUDE.contains(&flag(a).as_str()) && !own(&flag(a)));
+    }
+    args.first().is_some_and(|a| {
+        let f = flag(a);
+        f.starts_with('-')
+            && !["--log", "--help", "-h", "--version", "-V"].contains(&f.as_str())
+            && (ONLY_CLAUDE.contains(&f.as_str())
+                || REFUSED.iter().any(|(r, _)| *r == f)
+                || ["--model", "--system-prompt", "--resume", "-r", "--tools"].contains(&f.as_str()))
+    })
+}
+
+impl ClaudeArgs {
+    /// Parses `args` (without the program name); flags in [`REFUSED`] are
+    /// refused by name.
+    pub fn parse_from_args(args: &[String]) -> Result<ClaudeArgs, ArgsError> {
+        for a in args {
+            let flag = a.split('=').next().unwrap_or(a);
+            if let Some((f, reason)) = REFUSED.iter().find(|(f, _)| *f == flag) {
+                return Err(ArgsError::Refused { flag: (*f).to_owned(), reason });
+            }
+        }
+        let parsed = ClaudeArgs::try_parse_from(args)?;
+        if let Some(tool) = parsed.permission_prompt_tool.as_deref().filter(|t| *t != "stdio") {
+            return Err(ArgsError::Refused {
+                flag: format!("--permission-prompt-tool {tool}"),
+                reason: "pirn asks the SDK over stdio only (--permission-prompt-tool stdio)",
+            });
+        }
+        if parsed.resume.is_some() && parsed.continue_last {
+            return Err(ArgsError::Invalid("--resume and --continue exclude each other".into()));
+        }
+        Ok(parsed)
+    }
+
+    /// pirn's approval mode for `--permission-mode` (and
+    /// `--dangerously-skip-permissions`).
+    pub fn approval_mode(&self) -> Result<ApprovalMode, ArgsError> {
+        if self.dangerously_skip_permissions {
+            return Ok(ApprovalMode::FullAuto);
+        }
+        approval_mode(self.permission_mode.as_deref().unwrap_or("default")).map_err(ArgsError::Invalid)
+    }
+
+    /// The tools the model gets (pirn's names), before `--disallowedTools`.
+    pub fn tool_set(&self) -> Result<Vec<String>, ArgsError> {
+        let all = || crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        let mut tools = match self.tools.as_deref() {
+            None | Some("default") => all(),
+            Some(list) => {
+                let mut out = Vec::new();
+                for name in split_rules(list) {
+                    match pirn_name(&name) {
+                        Some(p) => out.push(p),
+                        None => {
+                            return Err(ArgsError::Invalid(format!(
+                                "--tools {name}: pirn has no such tool (it has Read, Write, Edit, Glob, Grep, Bash and MCP tools)"
+                            )));
+                        }
+                    }
+                }
+                out
+            }
+        };
+        let removed: Vec<String> =
+            self.disallowed_tools.iter().flat_map(|d| split_rules(d)).filter(|r| !r.contains('(')).collect();
+        tools.retain(|t| !removed.iter().any(|r| pirn_name(r).as_deref() == Some(t.as_str())));
+        Ok(tools)
+    }
+
+    /// `--allowedTools` and `--disallowedTools` as pirn's permission rules
+    /// (`Bash(git diff:*)` → `bash(git diff*)`). Names of tools pirn lacks
+    /// are dropped: allowing or refusing a tool that does not exist changes
+    /// nothing.
+    pub fn permission_rules(&self) -> PermissionRules {
+        let rules = |list: &[String], patterned_only: bool| -> Vec<String> {
+            list.iter()
+                .flat_map(|d| split_rules(d))
+                .filter(|r| !patterned_only || r.contains('('))
+                .filter_map(|r| pirn_rule(&r))
+                .collect()
+        };
+        PermissionRules {
+            allow: rules(&self.allowed_tools, false),
+            deny: rules(&self.disallowed_tools, true),
+            ..PermissionRules::default()
+        }
+    }
+
+    /// The MCP servers of every `--mcp-config`.
+    pub fn mcp_servers(&self) -> Result<Vec<McpServerConfig>, ArgsError> {
+        let mut out = Vec::new();
+        for arg in &self.mcp_config {
+            let text = if arg.trim_start().starts_with('{') {
+                arg.clone()
+            } else {
+                std::fs::read_to_string(arg).map_err(|e| ArgsError::Invalid(format!("--mcp-config {arg}: {e}")))?
+            };
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| ArgsError::Invalid(format!("--mcp-config: not JSON: {e}")))?;
+            let servers = v.get("mcpServers").and_then(|s| s.as_object()).cloned().unwrap_or_default();
+            out.extend(mcp_servers(&servers).map_err(ArgsError::Invalid)?);
+        }
+        Ok(out)
+    }
+
+    /// Which instruction files `--setting-sources` lets pirn read: (user,
+    /// project). Absent: both.
+    pub fn instruction_sources(&self) -> (bool, bool) {
+        match &self.setting_sources {
+            None => (true, true),
+            Some(s) => {
+                let list: Vec<&str> = s.split(',').map(str::trim).collect();
+                (list.contains(&"user"), list.contains(&"project") || list.contains(&"local"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Result<ClaudeArgs, ArgsError> {
+        ClaudeArgs::parse_from_args(&a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_python_sdks_command_line_parses() {
+        let a = args(&[
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--system-prompt",
+            "",
+            "--allowedTools",
+            "Read,Bash(git diff:*)",
+            "--max-turns",
+            "3",
+            "--permission-prompt-tool",
+            "stdio",
+            "--resume=abc",
+            "--input-format",
+            "stream-json",
+        ])
+        .unwrap();
+        assert_eq!(a.output_format, OutputFormat::StreamJson);
+        assert_eq!(a.input_format, InputFormat::StreamJson);
+        assert_eq!(a.resume.as_deref(), Some("abc"));
+        assert_eq!(a.permission_rules().allow, ["read_file", "bash(git diff*)"]);
+    }
+
+    #[test]
+    fn flags_pirn_cannot_honour_are_refused_by_name() {
+        let e = args(&["-p", "--max-budget-usd=1", "hi"]).unwrap_err();
+        assert!(e.to_string().contains("--max-budget-usd is not supported"), "{e}");
+        assert!(args(&["-p", "--no-such-flag", "hi"]).is_err());
+        assert!(args(&["--permission-prompt-tool", "mcp__x__ask", "-p", "hi"]).is_err());
+    }
+
+    #[test]
+    fn disallowed_tools_leave_the_set_and_patterns_become_deny_rules() {
+        let a = args(&["-p", "--disallowedTools", "Write Bash(rm:*)", "hi"]).unwrap();
+        assert_eq!(a.tool_set().unwrap(), ["read_file", "edit_file", "glob", "grep", "bash"]);
+        assert_eq!(a.permission_rules().deny, ["bash(rm*)"]);
+        assert!(args(&["-p", "--tools", "Read,WebFetch", "hi"]).unwrap().tool_set().is_err());
+    }
+
+    #[test]
+    fn claude_invocations_are_recognised() {
+        let v = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(is_claude_invocation(&v(&["--output-format", "stream-json"]), false));
+        assert!(is_claude_invocation(&v(&["-p", "hi"]), false));
+        assert!(!is_claude_invocation(&v(&["--log", "debug"]), false));
+        assert!(!is_claude_invocation(&v(&["run", "hi"]), false));
+        assert!(is_claude_invocation(&v(&["--model", "m", "-p", "hi"]), true));
+        assert!(!is_claude_invocation(&v(&["--model", "m", "hi"]), true));
+    }
+}

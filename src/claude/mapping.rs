@@ -1,0 +1,142 @@
+//! The names Claude Code and pirn give the same things: tool names
+//! ([`TOOL_NAMES`]), permission modes and approval modes, permission rules
+//! (`Bash(git diff:*)` → `bash(git diff*)`), and `mcpServers` entries.
+//!
+//! Pure functions; the command line that uses them is in [`super::args`],
+//! the stream translation in [`super::translate`].
+
+use crate::wire::{ApprovalMode, McpServerConfig};
+
+/// Claude Code's names of pirn's six built-in tools, both ways. The
+/// arguments stay pirn's own (see protocol/claude-code.md).
+pub const TOOL_NAMES: [(&str, &str); 6] = [
+    ("Read", "read_file"),
+    ("Write", "write_file"),
+    ("Edit", "edit_file"),
+    ("Glob", "glob"),
+    ("Grep", "grep"),
+    ("Bash", "bash"),
+];
+
+/// Claude Code's name of pirn tool `name` (MCP tools keep theirs:
+/// `mcp__server__tool` is the same on both).
+pub fn claude_name(name: &str) -> String {
+    TOOL_NAMES.iter().find(|(_, p)| *p == name).map_or_else(|| name.to_owned(), |(c, _)| (*c).to_owned())
+}
+
+/// pirn's name of Claude Code tool `name`, when pirn has that tool.
+pub fn pirn_name(name: &str) -> Option<String> {
+    if let Some((_, p)) = TOOL_NAMES.iter().find(|(c, p)| *c == name || *p == name) {
+        return Some((*p).to_owned());
+    }
+    name.starts_with(crate::mcp::client::PREFIX).then(|| name.to_owned())
+}
+
+/// pirn's approval mode for Claude Code's permission mode `mode`.
+pub fn approval_mode(mode: &str) -> Result<ApprovalMode, String> {
+    match mode {
+        "default" | "dontAsk" => Ok(ApprovalMode::Suggest),
+        "acceptEdits" => Ok(ApprovalMode::AutoEdit),
+        "plan" => Ok(ApprovalMode::Plan),
+        "bypassPermissions" => Ok(ApprovalMode::FullAuto),
+        other => Err(format!(
+            "--permission-mode {other}: pirn knows default, acceptEdits, plan, bypassPermissions and dontAsk"
+        )),
+    }
+}
+
+/// Claude Code's name of approval mode `mode`.
+pub fn permission_mode_name(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Suggest => "default",
+        ApprovalMode::AutoEdit => "acceptEdits",
+        ApprovalMode::Plan => "plan",
+        ApprovalMode::FullAuto => "bypassPermissions",
+    }
+}
+
+/// Splits a tool list the way Claude Code does: on commas and spaces
+/// outside parentheses.
+pub fn split_rules(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut cur, mut depth) = (String::new(), 0usize);
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' | ' ' if depth == 0 => {
+                if !cur.trim().is_empty() {
+                    out.push(cur.trim().to_owned());
+                }
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_owned());
+    }
+    out
+}
+
+/// One Claude Code permission rule as pirn's (`None`: a tool pirn lacks).
+pub fn pirn_rule(rule: &str) -> Option<String> {
+    let (tool, pattern) = match rule.split_once('(') {
+        Some((t, rest)) => (t, Some(rest.strip_suffix(')').unwrap_or(rest))),
+        None => (rule, None),
+    };
+    let tool = pirn_name(tool.trim())?;
+    Some(match pattern {
+        // Claude Code's `prefix:*` is a prefix match: pirn's glob `prefix*`.
+        Some(p) => format!("{tool}({})", p.strip_suffix(":*").map_or_else(|| p.to_owned(), |s| format!("{s}*"))),
+        None => tool,
+    })
+}
+
+/// `mcpServers` entries (Claude Code's config: `type` stdio, http, sse or
+/// sdk) as pirn's server configs. SSE and in-process SDK servers are
+/// refused: pirn speaks stdio and Streamable HTTP.
+pub fn mcp_servers(servers: &serde_json::Map<String, serde_json::Value>) -> Result<Vec<McpServerConfig>, String> {
+    let strings = |v: Option<&serde_json::Value>| -> std::collections::BTreeMap<String, String> {
+        v.and_then(|m| m.as_object())
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (name, s) in servers {
+        let kind = s.get("type").and_then(|t| t.as_str()).unwrap_or("stdio");
+        match kind {
+            "stdio" => out.push(McpServerConfig {
+                name: name.clone(),
+                command: Some(
+                    s.get("command").and_then(|c| c.as_str()).ok_or(format!("MCP server {name}: no command"))?.into(),
+                ),
+                args: s
+                    .get("args")
+                    .and_then(|a| a.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| a.as_str().map(str::to_owned))
+                    .collect(),
+                env: strings(s.get("env")),
+                ..McpServerConfig::default()
+            }),
+            "http" => out.push(McpServerConfig {
+                name: name.clone(),
+                url: Some(s.get("url").and_then(|c| c.as_str()).ok_or(format!("MCP server {name}: no url"))?.into()),
+                headers: strings(s.get("headers")),
+                ..McpServerConfig::default()
+            }),
+            other => {
+                return Err(format!(
+                    "MCP server {name}: type {other} is not supported by pirn (it speaks stdio and http servers)"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}

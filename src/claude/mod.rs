@@ -1,0 +1,359 @@
+//! Claude Code's headless surface: `pirn -p …`, `pirn --output-format
+//! stream-json --input-format stream-json …` (what the official Claude
+//! Agent SDKs spawn) and `pirn run` with the same flags.
+//!
+//! Owns: the process's loop — stdin lines ([`wire::In`]: prompts, control
+//! requests, permission answers) in, the session's events out as
+//! stream-json ([`wire::Out`], built by [`translate`]) — and the control
+//! protocol (`initialize`, `interrupt`, `set_permission_mode`,
+//! `set_model`, `mcp_status`; `can_use_tool` asked of the SDK). Behind it
+//! is one pirn [`Session`], opened as every transport opens one (protocol
+//! 0.3.0, the store, approval, MCP servers); there is no second agent
+//! loop. The mapping is written down in protocol/claude-code.md.
+//!
+//! stdout carries only stream-json (or, with `--output-format text|json`,
+//! the answer); pirn's logs go to stderr when asked.
+
+pub mod args;
+mod control;
+pub mod mapping;
+mod setup;
+mod translate;
+pub mod wire;
+
+use std::collections::HashMap;
+
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+use args::{ArgsError, InputFormat, OutputFormat};
+pub use args::{ClaudeArgs, is_claude_invocation};
+use setup::Setup;
+use translate::Turn;
+use wire::{In, Out, ResultMsg};
+
+use crate::config::Limits;
+use crate::environment::Environment;
+use crate::session::{Ending, OUTBOX_CAPACITY, Session};
+use crate::wire::{OutgoingMessage, PROTOCOL_VERSION, SendOptions};
+
+/// The version of Claude Code's surface pirn implements, reported as
+/// `claude_code_version` (the SDKs compare it with their minimum, 2.0.0).
+pub const CLAUDE_CODE_VERSION: &str = "2.1.0";
+
+/// One line of stdin, parsed.
+enum Input {
+    Line(Box<In>),
+    /// Not a message pirn understands (the reason).
+    Bad(String),
+    /// `--input-format text`: the prompt.
+    Prompt(String),
+}
+
+/// Serves Claude Code's surface for `argv` (the arguments after the
+/// program name, or after `run`); returns the exit code: 0, 2 for a
+/// command line pirn refuses, else as `pirn run` (one prompt) or 0 (a
+/// stream-json session that ended).
+#[allow(clippy::print_stderr)]
+pub async fn main(argv: Vec<String>) -> i32 {
+    let args = match ClaudeArgs::parse_from_args(&argv) {
+        Ok(a) => a,
+        Err(ArgsError::Clap(e)) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+        Err(e) => {
+            eprintln!("pirn: {e}");
+            return 2;
+        }
+    };
+    let mut setup = match Setup::from_args(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pirn: {e}");
+            return 2;
+        }
+    };
+    let env = crate::transport::stdio::with_store(Environment::from_process()).await;
+    if args.continue_last {
+        let here = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
+        if let (Some(store), Some(here)) = (&env.store, here) {
+            setup.resume = crate::transport::latest::latest_in(store, &here).await;
+        }
+    }
+    let (tx, rx) = mpsc::channel(64);
+    match args.input_format {
+        InputFormat::Text => {
+            let prompt = match args.prompt.clone() {
+                Some(p) => p,
+                None => {
+                    let mut s = String::new();
+                    let _ = tokio::io::AsyncReadExt::read_to_string(&mut tokio::io::stdin(), &mut s).await;
+                    s
+                }
+            };
+            if prompt.trim().is_empty() {
+                eprintln!("pirn: no prompt (give it as the argument, on stdin, or use --input-format stream-json)");
+                return 2;
+            }
+            let _ = tx.send(Input::Prompt(prompt)).await;
+            drop(tx);
+        }
+        InputFormat::StreamJson => {
+            if args.prompt.is_some() {
+                eprintln!("pirn: with --input-format stream-json the prompts come on stdin, not as an argument");
+                return 2;
+            }
+            tokio::spawn(read_stdin(tx));
+        }
+    }
+    let surface = Surface {
+        output: args.output_format,
+        partial: args.include_partial_messages,
+        setup,
+        env,
+        session: None,
+        turns: HashMap::new(),
+        sends: 0,
+        asks: HashMap::new(),
+        last: None,
+        last_code: 0,
+    };
+    surface.run(rx, args.input_format).await
+}
+
+/// Reads stdin's lines into `tx` until EOF.
+async fn read_stdin(tx: mpsc::Sender<Input>) {
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let input = match serde_json::from_str::<In>(&line) {
+            Ok(m) => Input::Line(Box::new(m)),
+            Err(e) => Input::Bad(format!("{e}: {}", line.chars().take(200).collect::<String>())),
+        };
+        if tx.send(input).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The process's state.
+struct Surface {
+    output: OutputFormat,
+    partial: bool,
+    setup: Setup,
+    env: Environment,
+    session: Option<Session>,
+    /// Turns under way, by pirn send id.
+    turns: HashMap<String, Turn>,
+    sends: u64,
+    /// `can_use_tool` requests asked: control request id → (pirn's
+    /// permission request id, the call's arguments).
+    asks: HashMap<String, (String, serde_json::Value)>,
+    last: Option<ResultMsg>,
+    last_code: i32,
+}
+
+/// The next message of a session's outbox (pending before one opened).
+async fn next(rx: &mut Option<mpsc::Receiver<OutgoingMessage>>) -> Option<OutgoingMessage> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Surface {
+    async fn run(mut self, mut rx: mpsc::Receiver<Input>, input: InputFormat) -> i32 {
+        let mut events: Option<mpsc::Receiver<OutgoingMessage>> = None;
+        let mut stdin_open = true;
+        let mut signals = crate::transport::signal::shutdown_signal();
+        let mut stopping = false;
+        loop {
+            if !stdin_open && self.turns.is_empty() {
+                break;
+            }
+            tokio::select! {
+                line = rx.recv(), if stdin_open => match line {
+                    None => stdin_open = false,
+                    Some(line) => match self.input(line).await {
+                        Ok(Some(opened)) => events = Some(opened),
+                        Ok(None) => {}
+                        Err(code) => return code,
+                    },
+                },
+                msg = next(&mut events) => match msg {
+                    Some(msg) => self.outgoing(msg),
+                    None => break,
+                },
+                _ = signals.recv(), if !stopping => {
+                    stopping = true;
+                    stdin_open = false;
+                    match self.session.clone() {
+                        Some(s) => { tokio::spawn(async move { s.shutdown().await }); }
+                        None => break,
+                    }
+                }
+            }
+        }
+        if let Some(s) = self.session.take() {
+            s.end(Ending::Finish, std::future::pending(), async {}).await;
+        }
+        drop(events);
+        self.finish(input)
+    }
+
+    /// The end of the process: the answer for text and json output.
+    #[allow(clippy::print_stderr)]
+    fn finish(&self, input: InputFormat) -> i32 {
+        match (self.output, &self.last) {
+            (OutputFormat::StreamJson, _) => {}
+            (OutputFormat::Json, Some(r)) => write_line(&Out::Result(Box::new(r.clone()))),
+            (OutputFormat::Text, Some(r)) => {
+                use std::io::Write;
+                if r.is_error {
+                    eprintln!("pirn: {}: {}", r.subtype, r.errors.join("; "));
+                }
+                let mut out = std::io::stdout().lock();
+                let text = r.result.clone().unwrap_or_default();
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
+            (_, None) => {}
+        }
+        if input == InputFormat::Text { self.last_code } else { 0 }
+    }
+
+    /// Writes `msg` when the output format shows it (stream-json shows
+    /// everything; the others only control messages, here).
+    fn emit(&self, msg: &Out) {
+        let control = matches!(msg, Out::ControlRequest { .. } | Out::ControlResponse { .. });
+        if self.output == OutputFormat::StreamJson || control {
+            write_line(msg);
+        }
+    }
+
+    /// Opens the session (once); returns its outbox. Errors are written to
+    /// stderr; the process then exits 2.
+    #[allow(clippy::print_stderr)]
+    async fn open(&mut self) -> Result<mpsc::Receiver<OutgoingMessage>, String> {
+        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let config = self.setup.init_config();
+        let opened = Session::open(Some(PROTOCOL_VERSION), &config, &self.env, Limits::default(), outbox).await;
+        match opened {
+            Ok(s) => {
+                self.session = Some(s);
+                Ok(rx)
+            }
+            Err(e) => {
+                eprintln!("pirn: {e}");
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// One line of input. `Ok(Some(rx))`: the session opened; `Err(code)`:
+    /// the process must exit.
+    async fn input(&mut self, input: Input) -> Result<Option<mpsc::Receiver<OutgoingMessage>>, i32> {
+        match input {
+            Input::Bad(why) => {
+                tracing::warn!("stdin: not a stream-json message pirn reads: {why}");
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!("pirn: ignored a stdin line that is not a stream-json message: {why}");
+                }
+                Ok(None)
+            }
+            Input::Prompt(text) => self.prompt(text).await,
+            Input::Line(line) => match *line {
+                In::User(u) => {
+                    let text = match control::prompt_text(&u.message.content) {
+                        Ok(t) => t,
+                        Err(why) => {
+                            self.refuse_turn(why);
+                            return Ok(None);
+                        }
+                    };
+                    self.prompt(text).await
+                }
+                In::ControlRequest { request_id, request } => self.control(request_id, request).await,
+                In::ControlResponse { response } => {
+                    self.answered(response);
+                    Ok(None)
+                }
+                In::ControlCancelRequest {} | In::KeepAlive {} => Ok(None),
+            },
+        }
+    }
+
+    /// Starts a turn with `text`, opening the session first if needed.
+    async fn prompt(&mut self, text: String) -> Result<Option<mpsc::Receiver<OutgoingMessage>>, i32> {
+        let opened = match self.session {
+            Some(_) => None,
+            None => Some(self.open().await.map_err(|_| 2)?),
+        };
+        let Some(session) = self.session.clone() else { return Err(2) };
+        self.sends += 1;
+        let id = format!("claude-{}", self.sends);
+        let options = SendOptions { output_schema: self.setup.json_schema.clone(), ..SendOptions::default() };
+        match session.send_with(id.clone(), text, &options) {
+            Ok(()) => {
+                let config = session.config();
+                self.emit(&Out::System(Box::new(control::system_init(config, &self.setup))));
+                self.turns.insert(id, Turn::new(&config.session_id, &self.setup.model, self.partial));
+            }
+            Err(e) => self.refuse_turn(e.to_string()),
+        }
+        Ok(opened)
+    }
+
+    /// Ends a turn that could not start with an error result.
+    fn refuse_turn(&mut self, why: String) {
+        let session_id = self.session.as_ref().map(|s| s.config().session_id.clone()).unwrap_or_default();
+        let r = control::refused_result(&session_id, why);
+        self.emit(&Out::Result(Box::new(r.clone())));
+        self.last = Some(r);
+        self.last_code = crate::transport::run::EXIT_USAGE;
+    }
+
+    /// One message of the session's outbox.
+    fn outgoing(&mut self, msg: OutgoingMessage) {
+        match msg {
+            OutgoingMessage::Event(e) => {
+                if let crate::wire::Event::PermissionRequest { name, reason, request_id: Some(rid), args } = &e.event {
+                    self.ask(&e.send_id, name, reason, rid, args.clone().unwrap_or_default());
+                    return;
+                }
+                let lines = match self.turns.get_mut(&*e.send_id) {
+                    Some(turn) => turn.event(&e.event),
+                    None => return,
+                };
+                for line in &lines {
+                    self.emit(line);
+                }
+            }
+            OutgoingMessage::Result(r) => {
+                let Some(turn) = self.turns.remove(&r.id) else { return };
+                let (lines, result) = turn.finish(&r);
+                for line in &lines {
+                    self.emit(line);
+                }
+                self.emit(&Out::Result(Box::new(result.clone())));
+                self.last_code = crate::transport::run::exit_code(&r);
+                self.last = Some(result);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Writes one line on stdout and flushes it.
+fn write_line(msg: &Out) {
+    use std::io::Write;
+    let Ok(mut line) = serde_json::to_vec(msg) else { return };
+    line.push(b'\n');
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&line);
+    let _ = out.flush();
+}

@@ -1,0 +1,125 @@
+//! The pirn session behind Claude Code's surface: its init config, built
+//! from the command line and (for the TypeScript SDK, which sends the
+//! system prompt, the JSON schema and sometimes MCP servers there) the
+//! `initialize` control request.
+//!
+//! Owns: [`Setup`] — what both give, validated before anything runs — and
+//! [`Setup::init_config`], the one mapping onto pirn's [`InitConfig`].
+
+use super::args::{ArgsError, ClaudeArgs};
+use super::mapping::mcp_servers;
+use super::wire::InitializeIn;
+use crate::config::DEFAULT_SYSTEM_PROMPT;
+use crate::wire::{ApprovalMode, InitConfig, McpServerConfig, PermissionRules};
+
+/// Everything the session is opened with.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub model: String,
+    /// `None`: pirn's base prompt.
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Option<String>,
+    /// pirn's tool names (built-ins; MCP patterns are added per server).
+    pub tools: Vec<String>,
+    pub mode: ApprovalMode,
+    pub rules: PermissionRules,
+    pub mcp: Vec<McpServerConfig>,
+    pub max_turns: Option<u32>,
+    /// The SDK answers permission requests (`--permission-prompt-tool stdio`).
+    pub ask_sdk: bool,
+    pub json_schema: Option<serde_json::Value>,
+    pub resume: Option<String>,
+    pub persist: bool,
+    pub add_dirs: Vec<String>,
+    /// `--setting-sources` allows the user-level and the project
+    /// instruction files; pirn reads both (or neither, when it allows
+    /// neither).
+    pub instructions: (bool, bool),
+}
+
+impl Setup {
+    /// The setup the command line asks for (errors: exit 2).
+    pub fn from_args(a: &ClaudeArgs) -> Result<Setup, ArgsError> {
+        let json_schema = match &a.json_schema {
+            None => None,
+            Some(s) => {
+                Some(serde_json::from_str(s).map_err(|e| ArgsError::Invalid(format!("--json-schema: not JSON: {e}")))?)
+            }
+        };
+        Ok(Setup {
+            model: a.model.clone().or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
+            system_prompt: a.system_prompt.clone().filter(|s| !s.is_empty()),
+            append_system_prompt: a.append_system_prompt.clone().filter(|s| !s.is_empty()),
+            tools: a.tool_set()?,
+            mode: a.approval_mode()?,
+            rules: a.permission_rules(),
+            mcp: a.mcp_servers()?,
+            max_turns: a.max_turns,
+            ask_sdk: a.permission_prompt_tool.as_deref() == Some("stdio"),
+            json_schema,
+            resume: a.resume.clone(),
+            persist: !a.no_session_persistence,
+            add_dirs: a.add_dir.clone(),
+            instructions: a.instruction_sources(),
+        })
+    }
+
+    /// Takes what `initialize` adds. Errors name what pirn cannot honour
+    /// (hooks, subagents, in-process SDK MCP servers): the SDK then fails
+    /// the connection rather than running without them.
+    pub fn apply(&mut self, init: &InitializeIn) -> Result<(), String> {
+        let present = |v: &Option<serde_json::Value>| {
+            v.as_ref().is_some_and(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()))
+        };
+        if present(&init.hooks) {
+            return Err("hooks are not supported by pirn".into());
+        }
+        if present(&init.agents) {
+            return Err("subagents (agents) are not supported by pirn".into());
+        }
+        if init.sdk_mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) {
+            return Err("in-process SDK MCP servers are not supported by pirn (use stdio or http servers)".into());
+        }
+        if let Some(schema) = &init.json_schema {
+            self.json_schema = Some(schema.clone());
+        }
+        if let Some(p) = init.system_prompt.as_ref().map(|p| p.text()).filter(|p| !p.is_empty()) {
+            self.system_prompt = Some(p);
+        }
+        if let Some(p) = init.append_system_prompt.clone().filter(|p| !p.is_empty()) {
+            self.append_system_prompt = Some(p);
+        }
+        if let Some(servers) = &init.mcp_servers {
+            self.mcp.extend(mcp_servers(servers)?);
+        }
+        Ok(())
+    }
+
+    /// pirn's init config for this setup.
+    pub fn init_config(&self) -> InitConfig {
+        let mut system = self.system_prompt.clone().unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned());
+        if let Some(more) = &self.append_system_prompt {
+            system.push_str("\n\n");
+            system.push_str(more);
+        }
+        let mut tools = self.tools.clone();
+        tools.extend(self.mcp.iter().map(|s| format!("{}{}__*", crate::mcp::client::PREFIX, s.name)));
+        let rules = self.rules.clone();
+        let has_rules = !rules.allow.is_empty() || !rules.deny.is_empty() || !rules.ask.is_empty();
+        InitConfig {
+            model: self.model.clone(),
+            system_prompt: system,
+            tools,
+            max_iterations: self.max_turns,
+            approval_mode: Some(self.mode),
+            permissions: has_rules.then_some(rules),
+            permission_responses: Some(self.ask_sdk),
+            mcp_servers: Some(self.mcp.clone()).filter(|m| !m.is_empty()),
+            resume_session_id: self.resume.clone(),
+            persist: (!self.persist).then_some(false),
+            allowed_paths: Some(self.add_dirs.clone()).filter(|d| !d.is_empty()),
+            instruction_files: Some(self.instructions.0 || self.instructions.1),
+            ..InitConfig::default()
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! pirn's session events as Claude Code's stream-json messages.
+//!
+//! Owns: [`Turn`], the state of one turn (one pirn send) on this surface:
+//! the text streamed since the last block ended (flushed as one assistant
+//! text message when a tool call starts or the turn ends), the partial
+//! message open on `stream_event` (when asked), the permission denials,
+//! and the `result` built from pirn's `SendResult`.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::mapping::claude_name;
+use super::wire::{
+    AssistantBody, AssistantMsg, Block, ClaudeUsage, MessageDelta, Out, PermissionDenial, ResultMsg, StreamEvent,
+    StreamEventMsg, TextDelta, UserBody, UserMsg,
+};
+use crate::wire::{ErrorCode, Event, SendResult, Status, StopReason};
+
+/// A fresh message uuid.
+pub fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// A tool call started and not yet ended.
+struct Call {
+    /// pirn's call id (the model's, when it gave one).
+    pirn_id: Option<String>,
+    /// The `tool_use` block's id.
+    id: String,
+    /// pirn's tool name.
+    name: String,
+    input: Value,
+}
+
+/// One turn being translated.
+pub struct Turn {
+    session_id: String,
+    model: String,
+    partial: bool,
+    started: Instant,
+    /// Text since the last block boundary.
+    text: String,
+    /// The partial message open on the stream (its block index).
+    open: Option<u32>,
+    /// The id of the assistant message being streamed.
+    message_id: String,
+    /// Tool calls started and not ended.
+    calls: Vec<Call>,
+    denials: Vec<PermissionDenial>,
+    next_call: u32,
+}
+
+impl Turn {
+    /// A turn of session `session_id` on `model`; `partial`: write
+    /// `stream_event` messages too.
+    pub fn new(session_id: &str, model: &str, partial: bool) -> Turn {
+        Turn {
+            session_id: session_id.to_owned(),
+            model: model.to_owned(),
+            partial,
+            started: Instant::now(),
+            text: String::new(),
+            open: None,
+            message_id: new_message_id(),
+            calls: Vec::new(),
+            denials: Vec::new(),
+            next_call: 0,
+        }
+    }
+
+    fn body(&self, content: Vec<Block>, stop: Option<&str>) -> AssistantBody {
+        AssistantBody {
+            id: self.message_id.clone(),
+            kind: "message",
+            role: "assistant",
+            model: self.model.clone(),
+            content,
+            stop_reason: stop.map(str::to_owned),
+            stop_sequence: None,
+            usage: ClaudeUsage::default(),
+        }
+    }
+
+    fn stream(&self, event: StreamEvent) -> Out {
+        Out::StreamEvent(StreamEventMsg {
+            uuid: uuid(),
+            session_id: self.session_id.clone(),
+            event,
+            parent_tool_use_id: None,
+        })
+    }
+
+    fn assistant(&self, block: Block, stop: Option<&str>) -> Out {
+        Out::Assistant(AssistantMsg {
+            message: self.body(vec![block], stop),
+            parent_tool_use_id: None,
+            session_id: self.session_id.clone(),
+            uuid: uuid(),
+        })
+    }
+
+    /// The Claude id of the last tool call started and not ended (the one
+    /// a permission request is about).
+    pub fn last_call_id(&self) -> String {
+        self.calls.last().map(|c| c.id.clone()).unwrap_or_default()
+    }
+
+    /// The messages event `event` becomes.
+    pub fn event(&mut self, event: &Event) -> Vec<Out> {
+        let mut out = Vec::new();
+        match event {
+            Event::ContentDelta { text } => {
+                if self.partial {
+                    if self.open.is_none() {
+                        out.push(self.stream(StreamEvent::MessageStart { message: self.body(Vec::new(), None) }));
+                        let start = Block::Text { text: String::new() };
+                        out.push(self.stream(StreamEvent::ContentBlockStart { index: 0, content_block: start }));
+                        self.open = Some(0);
+                    }
+                    let delta = TextDelta { kind: "text_delta", text: text.clone() };
+                    out.push(self.stream(StreamEvent::ContentBlockDelta { index: 0, delta }));
+                }
+                self.text.push_str(text);
+            }
+            Event::ToolStart { name, args, call_id } => {
+                self.flush(&mut out, Some("tool_use"));
+                self.next_call += 1;
+                let id = call_id.clone().unwrap_or_else(|| format!("toolu_pirn_{}", self.next_call));
+                let block = Block::ToolUse { id: id.clone(), name: claude_name(name), input: args.clone() };
+                out.push(self.assistant(block, Some("tool_use")));
+                self.message_id = new_message_id();
+                self.calls.push(Call { pirn_id: call_id.clone(), id, name: name.clone(), input: args.clone() });
+            }
+            Event::ToolEnd { name, result_preview, call_id, is_error, .. } => {
+                let at = self.calls.iter().position(|c| c.pirn_id == *call_id && c.name == *name);
+                let id = at.map(|i| self.calls.remove(i).id).unwrap_or_else(|| call_id.clone().unwrap_or_default());
+                let block = Block::ToolResult {
+                    tool_use_id: id,
+                    content: result_preview.clone(),
+                    is_error: is_error.unwrap_or(false),
+                };
+                out.push(Out::User(UserMsg {
+                    message: UserBody { role: "user", content: vec![block] },
+                    parent_tool_use_id: None,
+                    session_id: self.session_id.clone(),
+                    uuid: uuid(),
+                }));
+            }
+            Event::PermissionDenied { name, .. } => {
+                let last = self.calls.iter().rev().find(|c| c.name == *name);
+                let (id, input) = last.map(|c| (c.id.clone(), c.input.clone())).unwrap_or_default();
+                self.denials.push(PermissionDenial {
+                    tool_name: claude_name(name),
+                    tool_use_id: id,
+                    tool_input: input,
+                });
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Ends the text block being streamed: its assistant message, and the
+    /// end of the partial message.
+    fn flush(&mut self, out: &mut Vec<Out>, stop: Option<&str>) {
+        if let Some(index) = self.open.take() {
+            out.push(self.stream(StreamEvent::ContentBlockStop { index }));
+            let delta = MessageDelta { stop_reason: stop.map(str::to_owned), stop_sequence: None };
+            out.push(self.stream(StreamEvent::MessageDelta { delta, usage: ClaudeUsage::default() }));
+            out.push(self.stream(StreamEvent::MessageStop));
+        }
+        if !self.text.trim().is_empty() {
+            let text = std::mem::take(&mut self.text);
+            out.push(self.assistant(Block::Text { text }, stop));
+        }
+        self.text.clear();
+    }
+
+    /// The messages that end the turn: the last text, then `result`.
+    pub fn finish(mut self, r: &SendResult) -> (Vec<Out>, ResultMsg) {
+        let mut out = Vec::new();
+        self.flush(&mut out, Some("end_turn"));
+        let result = result_msg(r, &self.session_id, self.started, std::mem::take(&mut self.denials));
+        (out, result)
+    }
+}
+
+/// A serde enum's wire name (`max_iterations`, `cancelled`, …).
+fn snake(v: &impl serde::Serialize) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn new_message_id() -> String {
+    format!("msg_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Claude Code's `result` for pirn's `r`: `success` when the send ended
+/// well, `error_max_turns` when it ran out of model calls,
+/// `error_max_structured_output_retries` when the answer never matched
+/// the schema, else `error_during_execution` (pirn's error in `errors`).
+pub fn result_msg(r: &SendResult, session_id: &str, started: Instant, denials: Vec<PermissionDenial>) -> ResultMsg {
+    let code = r.error.as_ref().map(|e| e.code);
+    let ok = r.status == Status::Ok;
+    let subtype = if ok {
+        "success"
+    } else if code == Some(ErrorCode::MaxIterations) || r.stop_reason == Some(StopReason::MaxIterations) {
+        "error_max_turns"
+    } else if code == Some(ErrorCode::OutputInvalid) {
+        "error_max_structured_output_retries"
+    } else {
+        "error_during_execution"
+    };
+    let stop = r.stop_reason.as_ref().map(snake);
+    ResultMsg {
+        subtype,
+        is_error: !ok,
+        duration_ms: r.total_latency_ms.unwrap_or_else(|| started.elapsed().as_millis() as u64),
+        duration_api_ms: r.model_latency_ms.unwrap_or(0),
+        num_turns: r.iterations,
+        result: if ok { Some(r.response.clone().unwrap_or_default()) } else { r.response.clone() },
+        session_id: session_id.to_owned(),
+        total_cost_usd: None,
+        usage: r.usage.as_ref().map(ClaudeUsage::from).unwrap_or_default(),
+        model_usage: serde_json::Map::new(),
+        permission_denials: denials,
+        structured_output: r.structured_output.clone(),
+        errors: r.error.iter().map(|e| format!("{}: {}", snake(&e.code), e.message)).collect(),
+        stop_reason: stop,
+        uuid: uuid(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_then_a_tool_call_then_its_result_then_text() {
+        let mut t = Turn::new("s1", "m", true);
+        let mut lines = Vec::new();
+        lines.extend(t.event(&Event::ContentDelta { text: "Look".into() }));
+        lines.extend(t.event(&Event::ToolStart {
+            name: "read_file".into(),
+            args: json!({"path": "a"}),
+            call_id: Some("c1".into()),
+        }));
+        lines.extend(t.event(&Event::ToolEnd {
+            name: "read_file".into(),
+            result_preview: "x".into(),
+            duration_ms: None,
+            call_id: Some("c1".into()),
+            is_error: None,
+            diff: None,
+        }));
+        let v: Vec<Value> = lines.iter().map(|l| serde_json::to_value(l).unwrap()).collect();
+        let kinds: Vec<&str> = v.iter().map(|l| l["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "stream_event",
+                "stream_event",
+                "stream_event",
+                "stream_event",
+                "stream_event",
+                "stream_event",
+                "assistant",
+                "assistant",
+                "user"
+            ]
+        );
+        assert_eq!(v[6]["message"]["content"][0], json!({"type": "text", "text": "Look"}));
+        assert_eq!(v[7]["message"]["content"][0]["name"], "Read");
+        assert_eq!(v[8]["message"]["content"][0]["tool_use_id"], "c1");
+    }
+}

@@ -1,0 +1,96 @@
+"""Drives pirn through the official Python Claude Agent SDK (claude-agent-sdk).
+
+Usage: python drive.py PIRN_BINARY SCRIPT_JSON. Prints a JSON report on stdout:
+{"turns": [[message, ...], ...], "asked": [{"tool", "input"}], "errors": [...]}.
+Each message is the SDK's parsed dataclass as a dict with its class in "kind".
+
+The script: {"cwd", "options": {ClaudeAgentOptions fields}, "deny": [tool names the
+can_use_tool callback denies; others it allows] (absent: no callback), and either
+"prompt" (the query() function) or "steps" (ClaudeSDKClient): {"op": "query", "text"},
+{"op": "interrupt_on_tool", "text", "after_s"} (query, interrupt once a tool_use
+arrives), each step's messages up to its ResultMessage are one turn.
+"""
+
+import asyncio
+import dataclasses
+import json
+import sys
+import time
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    ToolUseBlock,
+    query,
+)
+
+
+def as_dict(m):
+    d = dataclasses.asdict(m) if dataclasses.is_dataclass(m) else {"repr": repr(m)}
+    d["kind"] = type(m).__name__
+    return d
+
+
+async def main():
+    cli, script = sys.argv[1], json.loads(sys.argv[2])
+    asked = []
+    options = dict(script.get("options", {}))
+    options["cli_path"] = cli
+    options["cwd"] = script["cwd"]
+    if "deny" in script:
+        deny = set(script["deny"])
+
+        async def can_use_tool(name, tool_input, context):
+            asked.append({"tool": name, "input": tool_input, "tool_use_id": context.tool_use_id})
+            if name in deny:
+                return PermissionResultDeny(message=f"{name} is not allowed here")
+            return PermissionResultAllow()
+
+        options["can_use_tool"] = can_use_tool
+    opts = ClaudeAgentOptions(**options)
+    turns, errors, timings = [], [], []
+    try:
+        if "prompt" in script:
+            prompt = script["prompt"]
+            if options.get("can_use_tool"):
+                # can_use_tool needs a streamed prompt.
+                async def stream(text):
+                    yield {"type": "user", "message": {"role": "user", "content": text}}
+
+                prompt = stream(prompt)
+            turns.append([as_dict(m) async for m in query(prompt=prompt, options=opts)])
+        else:
+            async with ClaudeSDKClient(options=opts) as client:
+                for step in script["steps"]:
+                    turn = []
+                    started = time.monotonic()
+                    await client.query(step["text"])
+                    interrupted = False
+                    async for m in client.receive_response():
+                        turn.append(as_dict(m))
+                        if (
+                            step["op"] == "interrupt_on_tool"
+                            and not interrupted
+                            and isinstance(m, AssistantMessage)
+                            and any(isinstance(b, ToolUseBlock) for b in m.content)
+                        ):
+                            await asyncio.sleep(step.get("after_s", 0.5))
+                            sent = time.monotonic()
+                            await client.interrupt()
+                            interrupted = True
+                        if isinstance(m, ResultMessage):
+                            break
+                    done = time.monotonic()
+                    timings.append({"turn_s": done - started,
+                                    "after_interrupt_s": (done - sent) if interrupted else None})
+                    turns.append(turn)
+    except Exception as e:  # the report says what failed
+        errors.append(f"{type(e).__name__}: {e}")
+    print(json.dumps({"turns": turns, "asked": asked, "errors": errors, "timings": timings}, default=str))
+
+
+asyncio.run(main())
