@@ -56,6 +56,10 @@ pub struct Environment {
     /// `PIRN_SANDBOX`, unparsed: the operator's default sandbox mode (a bad
     /// value fails `init`).
     pub sandbox: Option<String>,
+    /// `PIRN_PRICES`, unparsed: the operator's price table
+    /// (`prompt=3,cached=0.3,completion=15`, dollars per million tokens; a
+    /// bad value fails `init`).
+    pub prices: Option<String>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -101,6 +105,7 @@ impl Environment {
             replay_timing: var("PIRN_REPLAY_TIMING"),
             store: None,
             sandbox: var("PIRN_SANDBOX"),
+            prices: var("PIRN_PRICES"),
         }
     }
 

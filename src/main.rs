@@ -298,6 +298,19 @@ struct RunArgs {
     /// Tool calls the send may run; exit 3 when spent.
     #[arg(long)]
     max_tool_calls: Option<u32>,
+    /// Hooks in Claude Code's settings format: a settings file, or its JSON
+    /// itself (`{"hooks": {"PreToolUse": [...]}}`). Only its `hooks` key is
+    /// read.
+    #[arg(long, value_name = "FILE_OR_JSON", value_parser = parse_settings)]
+    settings: Option<pirn::wire::HooksConfig>,
+    /// Cost budget of the send in US dollars (the provider's figures, else
+    /// --prices); exit 3 when spent.
+    #[arg(long, value_name = "DOLLARS")]
+    max_budget_usd: Option<f64>,
+    /// Price table for providers that send no cost: dollars per million
+    /// tokens, `prompt=3,cached=0.3,completion=15` [env: PIRN_PRICES].
+    #[arg(long, value_name = "TABLE", value_parser = pirn::wire::Prices::parse)]
+    prices: Option<pirn::wire::Prices>,
     /// The user message.
     prompt: String,
 }
@@ -310,6 +323,17 @@ fn parse_schema(arg: &str) -> Result<serde_json::Value, String> {
         std::fs::read_to_string(arg).map_err(|e| format!("cannot read {arg}: {e}"))?
     };
     serde_json::from_str(&text).map_err(|e| format!("{arg}: not JSON: {e}"))
+}
+
+/// `--settings`: the `hooks` of Claude Code settings JSON (a file, or the
+/// JSON itself).
+fn parse_settings(arg: &str) -> Result<pirn::wire::HooksConfig, String> {
+    let mut settings = parse_schema(arg)?;
+    let hooks = settings.get_mut("hooks").map(serde_json::Value::take).unwrap_or_default();
+    if hooks.is_null() {
+        return Ok(pirn::wire::HooksConfig::default());
+    }
+    serde_json::from_value(hooks).map_err(|e| format!("{arg}: hooks: {e}"))
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -360,6 +384,9 @@ fn main() {
                 verify_command: args.verify,
                 sandbox_network: args.no_network.then_some(false),
                 env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
+                max_cost_usd: args.max_budget_usd,
+                hooks: args.settings,
+                prices: args.prices,
                 ..InitConfig::default()
             };
             let format = match args.format {
@@ -372,6 +399,7 @@ fn main() {
                 output_retries: args.output_retries,
                 max_total_tokens: args.max_total_tokens,
                 max_tool_calls: args.max_tool_calls,
+                max_cost_usd: None,
                 verify_command: None,
             };
             let cassette = run::CassetteFlags { record: args.record, replay: args.replay };

@@ -167,7 +167,7 @@ pub async fn run(
             Err(error) => return fail(emit, error, None, None).await,
         };
         stats.begin_model();
-        let result = call_model(config, body, emit).await;
+        let result = call_model(config, body, emit, &spec.meter).await;
         stats.end_model();
         let mut completion = match result {
             Ok(c) => c,
@@ -328,6 +328,13 @@ pub async fn run(
                     Err(errors) => return fail(emit, structured::invalid(errors), Some(completion.text), None).await,
                 }
                 return Outcome::Ok { response: completion.text };
+            }
+            // The operator's Stop hooks may keep the model working.
+            if let Some(reason) =
+                crate::hooks::on_stop(config, emit, &mut stats.stop_hook_active, &completion.text).await
+            {
+                conv.push_note(&reason);
+                continue;
             }
             return Outcome::Ok { response: claims::unfence(completion.text) };
         }
