@@ -84,6 +84,12 @@ pub enum ConfigError {
     SandboxMode(String),
     #[error("sandbox writable root {path:?}: {source}")]
     WritableRoot { path: String, source: std::io::Error },
+    #[error("config.hooks: {0}")]
+    Hooks(String),
+    #[error("price table (config.prices or PIRN_PRICES): {0}")]
+    Prices(String),
+    #[error("config.max_cost_usd must be a number of dollars above 0")]
+    CostBudget,
 }
 
 /// The session's sandbox: `config.sandbox` (else `PIRN_SANDBOX`, else
@@ -183,6 +189,12 @@ pub struct SessionConfig {
     pub max_total_tokens: Option<u64>,
     /// `config.max_tool_calls`: each send's default tool-call budget.
     pub max_tool_calls: Option<u32>,
+    /// `config.max_cost_usd`: each send's default cost budget in dollars.
+    pub max_cost_usd: Option<f64>,
+    /// `config.hooks`, compiled (see [`crate::hooks`]); `None` without any.
+    pub hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// `config.prices`, else `PIRN_PRICES` (see [`crate::model::cost`]).
+    pub prices: Option<crate::wire::Prices>,
     /// `config.output_retries`, default [`DEFAULT_OUTPUT_RETRIES`].
     pub output_retries: u32,
 }
@@ -246,6 +258,21 @@ impl SessionConfig {
         for unknown in config.tools.iter().filter(|t| !known(t) && !mcp(t)) {
             tracing::warn!(tool = %unknown, "init names a tool pirn does not have; ignored");
         }
+        let prices = match (config.prices, &env.prices) {
+            (Some(p), _) => {
+                p.check().map_err(ConfigError::Prices)?;
+                Some(p)
+            }
+            (None, Some(text)) => Some(crate::wire::Prices::parse(text).map_err(ConfigError::Prices)?),
+            (None, None) => None,
+        };
+        let hooks = match &config.hooks {
+            Some(h) => Some(Arc::new(crate::hooks::Hooks::new(h).map_err(ConfigError::Hooks)?)),
+            None => None,
+        };
+        if config.max_cost_usd.is_some_and(|m| !m.is_finite() || m <= 0.0) {
+            return Err(ConfigError::CostBudget);
+        }
         let endpoint = Endpoint::for_session(env, config.idle_timeout_ms, &workspace)?;
         let session_id = uuid::Uuid::new_v4().to_string();
         let instructions = if config.instruction_files.unwrap_or(version >= ProtocolVersion::V0_3) {
@@ -302,6 +329,9 @@ impl SessionConfig {
             verify_rounds: config.verify_rounds.unwrap_or(DEFAULT_VERIFY_ROUNDS),
             max_total_tokens: config.max_total_tokens,
             max_tool_calls: config.max_tool_calls,
+            max_cost_usd: config.max_cost_usd,
+            hooks,
+            prices,
             output_retries: config.output_retries.unwrap_or(DEFAULT_OUTPUT_RETRIES),
         })
     }

@@ -59,6 +59,10 @@ pub struct Environment {
     /// `PIRN_HOME`, else `HEDDLE_HOME`, else `~/.pirn`: the file store's
     /// directory, and where the user's own `AGENTS.md` lives.
     pub home: PathBuf,
+    /// `PIRN_PRICES`, unparsed: the operator's price table
+    /// (`prompt=3,cached=0.3,completion=15`, dollars per million tokens; a
+    /// bad value fails `init`).
+    pub prices: Option<String>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -105,6 +109,7 @@ impl Environment {
             store: None,
             sandbox: var("PIRN_SANDBOX"),
             home: crate::store::home(&|k| get(k)),
+            prices: var("PIRN_PRICES"),
         }
     }
 

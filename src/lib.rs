@@ -22,6 +22,7 @@ pub mod conform;
 pub mod context;
 pub mod conversation;
 pub mod environment;
+pub mod hooks;
 pub mod logging;
 pub mod mcp;
 pub mod model;

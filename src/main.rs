@@ -304,6 +304,19 @@ struct RunArgs {
     /// Tool calls the send may run; exit 3 when spent.
     #[arg(long)]
     max_tool_calls: Option<u32>,
+    /// Hooks in Claude Code's settings format: a settings file, or its JSON
+    /// itself (`{"hooks": {"PreToolUse": [...]}}`). Only its `hooks` key is
+    /// read.
+    #[arg(long, value_name = "FILE_OR_JSON", value_parser = pirn::hooks::settings::hooks_from_settings)]
+    settings: Option<pirn::wire::HooksConfig>,
+    /// Cost budget of the send in US dollars (the provider's figures, else
+    /// --prices); exit 3 when spent.
+    #[arg(long, value_name = "DOLLARS")]
+    max_budget_usd: Option<f64>,
+    /// Price table for providers that send no cost: dollars per million
+    /// tokens, `prompt=3,cached=0.3,completion=15` [env: PIRN_PRICES].
+    #[arg(long, value_name = "TABLE", value_parser = pirn::wire::Prices::parse)]
+    prices: Option<pirn::wire::Prices>,
     /// The user message.
     prompt: String,
 }
@@ -380,6 +393,9 @@ fn main() {
                 verify_command: args.verify,
                 sandbox_network: args.no_network.then_some(false),
                 env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
+                max_cost_usd: args.max_budget_usd,
+                hooks: args.settings,
+                prices: args.prices,
                 ..InitConfig::default()
             };
             let format = match args.format {
@@ -392,6 +408,7 @@ fn main() {
                 output_retries: args.output_retries,
                 max_total_tokens: args.max_total_tokens,
                 max_tool_calls: args.max_tool_calls,
+                max_cost_usd: None,
                 verify_command: None,
             };
             let cassette =

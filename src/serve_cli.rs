@@ -1,5 +1,6 @@
 //! `pirn serve`'s flags and the options they make: the HTTP boundary's
-//! trust (`--allow-host`, `--allow-origin`, `--allow-mcp-command`), the
+//! trust (`--allow-host`, `--allow-origin`, `--allow-mcp-command`,
+//! `--allow-hook-command`), the
 //! sessions' sandbox and environment, and the terminals.
 
 use pirn::transport::http;
@@ -82,6 +83,11 @@ pub struct ServeArgs {
     /// repeatable. Default none: over HTTP only URL servers.
     #[arg(long = "allow-mcp-command", value_name = "NAME")]
     allow_mcp_command: Vec<String>,
+    /// A hook command line a session's `hooks` may run over HTTP (exact
+    /// match of the whole command); repeatable. Default none: over HTTP a
+    /// session has no hooks.
+    #[arg(long = "allow-hook-command", value_name = "COMMAND")]
+    allow_hook_command: Vec<String>,
     /// The sandbox of bash and stdio MCP servers: workspace-write, read-only
     /// or off; a session may narrow it, not widen it [env: PIRN_SANDBOX;
     /// default: workspace-write].
@@ -137,6 +143,7 @@ impl ServeArgs {
                 hosts: self.allow_host.iter().map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase()).collect(),
                 origins: self.allow_origin.iter().map(|o| o.trim().to_owned()).collect(),
                 mcp_commands: self.allow_mcp_command.clone(),
+                hook_commands: self.allow_hook_command.clone(),
                 sandbox,
                 sandbox_network: !self.no_network,
                 env_passthrough,

@@ -1,10 +1,14 @@
-//! A send's budgets: tokens and tool calls it may spend.
+//! A send's budgets: tokens, money and tool calls it may spend.
 //!
 //! Owns: the [`Meter`] of one send — what it has spent, what it may spend,
-//! and the rules: the model call whose usage crosses `max_total_tokens` is
-//! the send's last; a tool call beyond `max_tool_calls` is not run. The
-//! session reads the meter for `status_ok.budget` while the send runs, so
-//! the counters are atomics.
+//! and the rules: the model call whose usage crosses `max_total_tokens` or
+//! `max_cost_usd` is the send's last; a call that would pass `max_cost_usd`
+//! even at the cheapest price and with no answer is not made
+//! ([`Meter::refuse_call`]); a call whose cost is unknown (no provider
+//! figure, no price table) spends a cost budget, which cannot hold without
+//! it; a tool call beyond `max_tool_calls` is not run. The session reads
+//! the meter for `status_ok.budget` while the send runs, so the counters
+//! are atomics (the dollars as `f64` bits).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -15,10 +19,19 @@ use crate::wire::BudgetStatus;
 pub struct Meter {
     max_total_tokens: Option<u64>,
     max_tool_calls: Option<u32>,
+    max_cost_usd: Option<f64>,
     total_tokens: AtomicU64,
     tool_calls: AtomicU32,
     /// A tool call was refused for the budget.
     refused: AtomicBool,
+    /// Dollars of the priced calls so far (`f64::to_bits`).
+    cost_bits: AtomicU64,
+    /// Model calls charged to the cost counter.
+    priced_calls: AtomicU32,
+    /// A model call's cost was unknown.
+    cost_unknown: AtomicBool,
+    /// A model call was not made for the cost budget (its least cost, $).
+    call_refused: AtomicU64,
 }
 
 impl Meter {
@@ -27,20 +40,77 @@ impl Meter {
         Meter { max_total_tokens, max_tool_calls, ..Meter::default() }
     }
 
+    /// The meter with a cost budget in US dollars as well.
+    pub fn with_cost_budget(mut self, max_cost_usd: Option<f64>) -> Meter {
+        self.max_cost_usd = max_cost_usd;
+        self
+    }
+
+    /// Counts one model call's cost in dollars (`None`: unknown).
+    pub fn charge_cost(&self, cost: Option<f64>) {
+        self.priced_calls.fetch_add(1, Ordering::Relaxed);
+        match cost {
+            Some(c) => {
+                let _ = self
+                    .cost_bits
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| Some((f64::from_bits(b) + c).to_bits()));
+            }
+            None => self.cost_unknown.store(true, Ordering::Relaxed),
+        }
+    }
+
+    /// What the send's model calls cost so far, in dollars; `None` before
+    /// the first call and when a call's cost is unknown.
+    pub fn cost_usd(&self) -> Option<f64> {
+        let known = !self.cost_unknown.load(Ordering::Relaxed) && self.priced_calls.load(Ordering::Relaxed) > 0;
+        known.then(|| f64::from_bits(self.cost_bits.load(Ordering::Relaxed)))
+    }
+
+    /// True when a call that costs at least `least` dollars would pass the
+    /// cost budget: the call must not be made (and the meter remembers why).
+    pub fn refuse_call(&self, least: f64) -> bool {
+        let Some(max) = self.max_cost_usd else { return false };
+        let spent = f64::from_bits(self.cost_bits.load(Ordering::Relaxed));
+        let refuse = spent + least > max;
+        if refuse {
+            self.call_refused.store(least.to_bits(), Ordering::Relaxed);
+        }
+        refuse
+    }
+
+    /// True once a model call was charged ([`Meter::charge_cost`]).
+    pub fn made_calls(&self) -> bool {
+        self.priced_calls.load(Ordering::Relaxed) > 0
+    }
+
+    /// True when the send has a cost budget.
+    pub fn limits_cost(&self) -> bool {
+        self.max_cost_usd.is_some()
+    }
+
+    /// True once the calls so far reached `max_cost_usd` (or one's cost is
+    /// unknown while there is a budget).
+    pub fn cost_spent(&self) -> bool {
+        self.max_cost_usd.is_some_and(|max| {
+            self.cost_unknown.load(Ordering::Relaxed) || f64::from_bits(self.cost_bits.load(Ordering::Relaxed)) >= max
+        })
+    }
+
     /// Counts a model call's tokens (prompt plus completion).
     pub fn charge_tokens(&self, tokens: u64) {
         self.total_tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
-    /// True when the send has a token budget.
+    /// True when the send has a token or cost budget (the agent loop then
+    /// keeps the last answer's text for the `budget_exceeded` result).
     pub fn limits_tokens(&self) -> bool {
-        self.max_total_tokens.is_some()
+        self.max_total_tokens.is_some() || self.max_cost_usd.is_some()
     }
 
-    /// True once the calls so far reached `max_total_tokens`: no more model
-    /// calls.
+    /// True once the calls so far reached `max_total_tokens` or
+    /// `max_cost_usd` ([`Meter::cost_spent`]): no more model calls.
     pub fn tokens_spent(&self) -> bool {
-        self.max_total_tokens.is_some_and(|max| self.total_tokens.load(Ordering::Relaxed) >= max)
+        self.max_total_tokens.is_some_and(|max| self.total_tokens.load(Ordering::Relaxed) >= max) || self.cost_spent()
     }
 
     /// Takes one tool call from the budget; `false` (and the call must not
@@ -75,13 +145,33 @@ impl Meter {
             max_total_tokens: self.max_total_tokens,
             tool_calls: self.tool_calls.load(Ordering::Relaxed),
             max_tool_calls: self.max_tool_calls,
+            cost_usd: self.cost_usd(),
+            max_cost_usd: self.max_cost_usd,
         }
     }
 
     /// The error of a spent budget, naming which and what was spent.
     pub fn exceeded(&self) -> crate::wire::ErrorEnvelope {
         let s = self.status();
-        let message = match (self.tokens_spent(), s.max_total_tokens, s.max_tool_calls) {
+        let tokens_spent = self.max_total_tokens.is_some_and(|max| s.total_tokens >= max);
+        let refused = f64::from_bits(self.call_refused.load(Ordering::Relaxed));
+        let message = match (tokens_spent, s.max_total_tokens, s.max_tool_calls) {
+            _ if self.cost_unknown.load(Ordering::Relaxed) && self.limits_cost() => format!(
+                "the cost of a model call is unknown (the provider sent none and config.prices is not set), so \
+                 the cost budget of ${} (max_cost_usd) cannot hold",
+                self.max_cost_usd.unwrap_or(0.0)
+            ),
+            _ if refused > 0.0 => format!(
+                "the next model call would cost at least ${refused:.6}, which passes the send's cost budget: \
+                 ${:.6} spent of ${} (max_cost_usd)",
+                s.cost_usd.unwrap_or(0.0),
+                self.max_cost_usd.unwrap_or(0.0)
+            ),
+            _ if self.cost_spent() => format!(
+                "the send spent ${:.6} of its cost budget of ${} (max_cost_usd)",
+                s.cost_usd.unwrap_or(0.0),
+                self.max_cost_usd.unwrap_or(0.0)
+            ),
             (true, Some(max), _) => {
                 format!("the send spent {} tokens of its budget of {max} (max_total_tokens)", s.total_tokens)
             }
@@ -123,5 +213,23 @@ mod tests {
         let free = Meter::new(None, None);
         free.charge_tokens(u64::MAX / 2);
         assert!(!free.tokens_spent() && free.take_tool_call());
+        assert_eq!(free.cost_usd(), None);
+    }
+
+    #[test]
+    fn cost_budget_counts_dollars_and_refuses_unknown_costs() {
+        let m = Meter::new(None, None).with_cost_budget(Some(0.01));
+        m.charge_cost(Some(0.004));
+        assert!(!m.tokens_spent() && m.limits_tokens());
+        assert!(!m.refuse_call(0.005));
+        assert!(m.refuse_call(0.007));
+        assert!(m.exceeded().message.contains("at least $0.007"), "{}", m.exceeded().message);
+        m.charge_cost(Some(0.006));
+        assert!(m.tokens_spent());
+        assert_eq!(m.status().cost_usd, Some(0.01));
+        let blind = Meter::new(None, None).with_cost_budget(Some(1.0));
+        blind.charge_cost(None);
+        assert!(blind.tokens_spent() && blind.cost_usd().is_none());
+        assert!(blind.exceeded().message.contains("unknown"));
     }
 }

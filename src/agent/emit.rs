@@ -43,6 +43,13 @@ impl Emitter {
     }
 }
 
+/// A hook's `hook_start` / `hook_end` (0.3.0 only: the shape drops them).
+impl crate::hooks::Announce for Emitter {
+    async fn announce(&self, event: Event) {
+        self.emit(event).await;
+    }
+}
+
 /// A retried model request becomes a `retry` event (0.3.0 only).
 impl OnRetry for Emitter {
     async fn retrying(&self, r: RetryNotice) {

@@ -69,6 +69,8 @@ pub async fn fit(
     }
     let room = usize::try_from(limit.saturating_mul(BYTES_PER_TOKEN) * 3 / 4).unwrap_or(usize::MAX);
     if let Some(keep_from) = keep_from(conv, room) {
+        // The operator's PreCompact hooks hear of it; the request must fit, so it goes on.
+        crate::hooks::pre_compact(config, emit, "auto").await;
         compact(config, conv, stats, emit, window, keep_from).await?;
     }
     if estimate(config, conv) <= limit {
@@ -178,7 +180,7 @@ pub async fn compact(
         .map_err(|e| ErrorEnvelope::new(ErrorCode::ProtocolError, format!("cannot encode the summary request: {e}")))?;
     let started = Instant::now();
     stats.begin_model();
-    let summary = summarise(config, body, emit).await;
+    let summary = summarise(config, body, emit, &stats.meter).await;
     stats.end_model();
     let (summary, usage) = summary.map_err(|e| ErrorEnvelope::from(&e))?;
     if let Some(u) = usage {
@@ -203,10 +205,13 @@ async fn summarise(
     config: &SessionConfig,
     body: Bytes,
     emit: &Emitter,
+    meter: &super::budget::Meter,
 ) -> Result<(String, Option<crate::wire::Usage>), crate::model::ModelError> {
     let mut stream = config.endpoint.open(body, emit).await?;
     while stream.next_text().await?.is_some() {}
-    let done = stream.into_completion();
+    let header = stream.header_cost;
+    let mut done = stream.into_completion();
+    super::outcome::price(config, &mut done, header, meter);
     Ok((done.text, done.usage))
 }
 
@@ -224,6 +229,10 @@ pub async fn compact_now(
     let keep_from = conv.recent_start(context::KEEP_TURNS);
     if keep_from <= usize::from(conv.role_of(0) == "system") + 1 {
         return super::Outcome::Ok { response: format!("nothing to compact (about {before} tokens)") };
+    }
+    if let Some(reason) = crate::hooks::pre_compact(config, emit, "manual").await.block {
+        let error = ErrorEnvelope::new(ErrorCode::HookBlocked, format!("a PreCompact hook refused: {reason}"));
+        return super::fail(emit, error, None, None).await;
     }
     match compact(config, conv, stats, emit, window, keep_from).await {
         Ok(()) => {

@@ -1,12 +1,14 @@
 //! How a send's model call streams and how a send ends in an error: the
 //! two steps of the turn loop that talk to the outside (the model server,
-//! the emitter) without deciding anything.
+//! the emitter) without deciding anything but whether the cost budget
+//! allows the call.
 
 use bytes::Bytes;
 
+use super::budget::Meter;
 use super::emit::Emitter;
 use crate::config::SessionConfig;
-use crate::model::{Completion, ModelError};
+use crate::model::{Completion, ModelError, cost};
 use crate::wire::{ErrorEnvelope, Event};
 
 /// How a send ended (cancellation is decided by the caller).
@@ -19,13 +21,39 @@ pub enum Outcome {
 }
 
 /// Streams one model call, emitting `content_delta` per text piece (and a
-/// `retry` event before each retry of a 429/503).
-pub(super) async fn call_model(config: &SessionConfig, body: Bytes, emit: &Emitter) -> Result<Completion, ModelError> {
+/// `retry` event before each retry of a 429/503), and charges its cost to
+/// `meter` (the completion's `usage.cost_usd`, see [`crate::model::cost`]).
+/// Not made (`ModelError::BudgetSpent`) when the request alone, at the
+/// cheapest price of the table, would pass the send's cost budget.
+pub(super) async fn call_model(
+    config: &SessionConfig,
+    body: Bytes,
+    emit: &Emitter,
+    meter: &Meter,
+) -> Result<Completion, ModelError> {
+    if let Some(prices) = &config.prices
+        && meter.refuse_call(prices.least_cost((body.len() as u64).div_ceil(4)))
+    {
+        let e = meter.exceeded();
+        return Err(ModelError::BudgetSpent { message: e.message, details: e.details.unwrap_or_default() });
+    }
     let mut stream = config.endpoint.open(body, emit).await?;
     while let Some(text) = stream.next_text().await? {
         emit.emit(Event::ContentDelta { text }).await;
     }
-    Ok(stream.into_completion())
+    let header = stream.header_cost;
+    let mut completion = stream.into_completion();
+    price(config, &mut completion, header, meter);
+    Ok(completion)
+}
+
+/// Sets `usage.cost_usd` of a finished call and charges it to `meter`.
+pub(super) fn price(config: &SessionConfig, completion: &mut Completion, header: Option<f64>, meter: &Meter) {
+    let cost = cost::call_cost(completion.usage.as_ref(), header, config.prices.as_ref());
+    if let Some(u) = &mut completion.usage {
+        u.cost_usd = cost;
+    }
+    meter.charge_cost(cost);
 }
 
 /// Emits the `error` event of a fatal error and ends the send with it.

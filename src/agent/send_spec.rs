@@ -39,7 +39,8 @@ impl SendSpec {
         let meter = Meter::new(
             options.max_total_tokens.or(config.max_total_tokens),
             options.max_tool_calls.or(config.max_tool_calls),
-        );
+        )
+        .with_cost_budget(options.max_cost_usd.or(config.max_cost_usd));
         let verify_command = options.verify_command.clone().filter(|c| !c.trim().is_empty());
         Ok(SendSpec { output, meter: Arc::new(meter), verify_command, cancel: CancellationToken::new() })
     }

@@ -24,6 +24,12 @@ pub struct SendStats {
     pub calls_completed: u32,
     /// The final answer parsed, when the send had an `output_schema`.
     pub structured_output: Option<Value>,
+    /// The send's budget meter (the runner's `SendSpec::meter`): what a
+    /// compaction's model call cost is charged to it too.
+    pub meter: std::sync::Arc<super::budget::Meter>,
+    /// A Stop hook kept this send going (Claude Code's `stop_hook_active`,
+    /// see [`crate::hooks::on_stop`]).
+    pub stop_hook_active: bool,
     /// Start of the model call in flight.
     model_since: Option<Instant>,
     /// Start of the tool call in flight.

@@ -2,8 +2,12 @@
 //! approval gate, run it, report it, and put its result in the conversation.
 //!
 //! Owns: the `tool_start` / `tool_end` / `permission_*` events of a call, the
-//! text the model reads for refused or malformed calls, and the wait for a
-//! host's permission answer (bounded by `permission_timeout`).
+//! text the model reads for refused or malformed calls, the wait for a
+//! host's permission answer (bounded by `permission_timeout`), and where
+//! the operator's `PreToolUse` / `PostToolUse` hooks run (see
+//! [`crate::hooks`]): a hook's deny means the call does not run and the
+//! model reads why; its `allow` skips the policy's ask (not its deny), its
+//! `ask` asks; the hooks' context follows the result.
 
 use serde_json::Value;
 
@@ -13,6 +17,7 @@ use super::{SendStats, diff};
 use crate::approval::{PermissionBroker, Verdict};
 use crate::config::SessionConfig;
 use crate::conversation::Conversation;
+use crate::hooks;
 use crate::model::ToolCall;
 use crate::tools::{self, ToolContext, ToolOutput};
 use crate::wire::{Decision, Event, ToolCallMade};
@@ -56,12 +61,22 @@ pub async fn run(
     };
     stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
     stats.begin_tool();
+    let hook = match &parsed {
+        Ok(args) => hooks::pre_tool_use(cx.config, cx.emit, &call.id, &call.name, args).await,
+        Err(_) => hooks::Verdict::default(),
+    };
     let (output, outcome) = match &parsed {
         Err(e) => {
             let text = format!("the arguments of this {} call are not valid JSON ({e}); send a JSON object", call.name);
             (ToolOutput::error(text), CallOutcome::Failed)
         }
-        Ok(args) => match approve(cx, &call.name, args).await {
+        Ok(_) if hook.block.is_some() || hook.stop.is_some() => {
+            let reason = hook.block.clone().or_else(|| hook.stop.clone()).unwrap_or_default();
+            cx.emit.emit(Event::PermissionDenied { name: call.name.clone(), reason: format!("hook: {reason}") }).await;
+            let text = format!("not run: an operator's PreToolUse hook blocked this call: {reason}");
+            (ToolOutput::error(text), CallOutcome::Denied)
+        }
+        Ok(args) => match approve(cx, &call.name, args, &hook).await {
             Ok(()) => {
                 let output = match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
                     Some(mcp) => {
@@ -96,6 +111,17 @@ pub async fn run(
         .await;
     let text = if output.is_error { format!("Error: {}", output.text) } else { output.text };
     let mut shown = text.clone();
+    // What the hooks add for the model: PreToolUse's context, then (when
+    // the call ran) PostToolUse's block reason and context.
+    let mut notes = vec![hook.context_text()];
+    if let (Ok(args), None, None) = (&parsed, &hook.block, &hook.stop) {
+        let post = hooks::post_tool_use(cx.config, cx.emit, &call.id, &call.name, args, &text, output.is_error).await;
+        notes.extend([post.block.clone(), post.context_text()]);
+    }
+    for note in notes.into_iter().flatten() {
+        shown.push_str("\n\n[operator hook] ");
+        shown.push_str(&note);
+    }
     if let Some(note) = note {
         shown.push_str("\n\n");
         shown.push_str(note);
@@ -126,9 +152,11 @@ pub fn repeat(conv: &mut Conversation, call: &ToolCall, previous: &str, failed: 
 /// Bytes of an earlier result repeated whole (longer ones are previewed).
 const REPEAT_SHOWN: usize = 2000;
 
-/// Applies the approval policy to one call: `Ok` runs it, `Err` carries the
-/// refusal (already announced with `permission_denied`).
-async fn approve(cx: &CallContext<'_>, name: &str, args: &Value) -> Result<(), String> {
+/// Applies the approval policy to one call, as the PreToolUse hooks'
+/// `hook` adjusts it (`allow` turns the policy's ask into allow, `ask`
+/// its allow into ask): `Ok` runs it, `Err` carries the refusal (already
+/// announced with `permission_denied`).
+async fn approve(cx: &CallContext<'_>, name: &str, args: &Value, hook: &hooks::Verdict) -> Result<(), String> {
     let config = cx.config;
     let mcp = config.mcp.as_ref().and_then(|m| m.get(name));
     // `execute` answers unknown tools and tools the config did not enable;
@@ -140,6 +168,13 @@ async fn approve(cx: &CallContext<'_>, name: &str, args: &Value) -> Result<(), S
     let verdict = match mcp {
         Some(tool) => config.policy.check_mcp(name, args, tool.read_only),
         None => config.policy.check(name, args, &config.workspace),
+    };
+    let verdict = match (verdict, hook.permission) {
+        (Verdict::Ask(_), Some(hooks::Permission::Allow)) => Verdict::Allow,
+        (Verdict::Allow, Some(hooks::Permission::Ask)) => {
+            Verdict::Ask(hook.permission_reason.clone().unwrap_or_else(|| "a PreToolUse hook asks".to_owned()))
+        }
+        (v, _) => v,
     };
     let reason = match verdict {
         Verdict::Allow => return Ok(()),

@@ -16,11 +16,9 @@ use crate::wire::{ApprovalMode, McpServerConfig, PermissionRules};
 /// Flags of Claude Code pirn knows but cannot honour, with the reason
 /// given when one is passed (exit 2).
 pub const REFUSED: &[(&str, &str)] = &[
-    ("--max-budget-usd", "pirn knows no model prices; use a token budget (pirn run --max-total-tokens)"),
     ("--task-budget", "pirn has no task budgets"),
     ("--fallback-model", "pirn has one model per session (failover is configured with PIRN_FAILOVER)"),
     ("--betas", "pirn speaks OpenAI-compatible chat completions: there are no Anthropic betas"),
-    ("--settings", "pirn reads no Claude Code settings files"),
     ("--session-id", "pirn chooses its session ids"),
     ("--fork-session", "pirn resumes a session as itself; it does not fork one"),
     ("--resume-session-at", "pirn resumes a whole session"),
@@ -34,7 +32,7 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--thinking", "pirn does not ask models for thinking"),
     ("--thinking-display", "pirn does not ask models for thinking"),
     ("--effort", "pirn sends no reasoning effort"),
-    ("--include-hook-events", "pirn has no hooks"),
+    ("--include-hook-events", "pirn reports hook runs in its own protocol (hook_start/hook_end), not in stream-json"),
     ("--channels", "pirn has no channels"),
     ("--sdk-url", "pirn speaks stream-json on stdio only"),
     ("--managed-settings", "pirn reads no managed settings"),
@@ -149,6 +147,14 @@ pub struct ClaudeArgs {
     /// Accepted: pirn takes no optional locks.
     #[arg(long)]
     pub no_optional_locks: bool,
+    /// Claude Code settings (a file or JSON); only its `hooks` are read:
+    /// the operator's hooks, run as `pirn run --settings` runs them.
+    #[arg(long)]
+    pub settings: Option<String>,
+    /// Cost budget of the whole run in US dollars (the provider's figures,
+    /// else `PIRN_PRICES`): pirn's `max_cost_usd`.
+    #[arg(long)]
+    pub max_budget_usd: Option<f64>,
     /// Accepted: pirn reads initialize before its first turn anyway.
     #[arg(long)]
     pub await_initialize: bool,
@@ -348,8 +354,10 @@ mod tests {
 
     #[test]
     fn flags_pirn_cannot_honour_are_refused_by_name() {
-        let e = args(&["-p", "--max-budget-usd=1", "hi"]).unwrap_err();
-        assert!(e.to_string().contains("--max-budget-usd is not supported"), "{e}");
+        let e = args(&["-p", "--fallback-model=m", "hi"]).unwrap_err();
+        assert!(e.to_string().contains("--fallback-model is not supported"), "{e}");
+        let a = args(&["-p", "--max-budget-usd=0.5", "--settings", "{}", "hi"]).unwrap();
+        assert_eq!((a.max_budget_usd, a.settings.as_deref()), (Some(0.5), Some("{}")));
         assert!(args(&["-p", "--no-such-flag", "hi"]).is_err());
         assert!(args(&["--permission-prompt-tool", "mcp__x__ask", "-p", "hi"]).is_err());
     }

@@ -47,7 +47,7 @@ pub fn system_init(config: &SessionConfig, setup: &Setup) -> SystemInit {
         .tool_specs()
         .iter()
         .filter_map(|s| s.pointer("/function/name").and_then(|n| n.as_str()))
-        .map(claude_name)
+        .map(|n| claude_name(n).to_owned())
         .collect();
     SystemInit {
         subtype: "init",
@@ -195,7 +195,7 @@ impl Surface {
         let tool_use_id = self.turns.get(send_id).map(|t| t.last_call_id()).unwrap_or_default();
         let request_id = format!("pirn_perm_{rid}");
         let request = OutControl::CanUseTool {
-            tool_name: claude_name(name),
+            tool_name: claude_name(name).to_owned(),
             input: args.clone(),
             tool_use_id,
             permission_suggestions: Vec::new(),

@@ -5,24 +5,8 @@
 //! Pure functions; the command line that uses them is in [`super::args`],
 //! the stream translation in [`super::translate`].
 
+pub use crate::wire::claude_names::{TOOL_NAMES, claude_tool_name as claude_name, permission_mode_name};
 use crate::wire::{ApprovalMode, McpServerConfig};
-
-/// Claude Code's names of pirn's six built-in tools, both ways. The
-/// arguments stay pirn's own (see protocol/claude-code.md).
-pub const TOOL_NAMES: [(&str, &str); 6] = [
-    ("Read", "read_file"),
-    ("Write", "write_file"),
-    ("Edit", "edit_file"),
-    ("Glob", "glob"),
-    ("Grep", "grep"),
-    ("Bash", "bash"),
-];
-
-/// Claude Code's name of pirn tool `name` (MCP tools keep theirs:
-/// `mcp__server__tool` is the same on both).
-pub fn claude_name(name: &str) -> String {
-    TOOL_NAMES.iter().find(|(_, p)| *p == name).map_or_else(|| name.to_owned(), |(c, _)| (*c).to_owned())
-}
 
 /// pirn's name of Claude Code tool `name`, when pirn has that tool.
 pub fn pirn_name(name: &str) -> Option<String> {
@@ -42,16 +26,6 @@ pub fn approval_mode(mode: &str) -> Result<ApprovalMode, String> {
         other => Err(format!(
             "--permission-mode {other}: pirn knows default, acceptEdits, plan, bypassPermissions and dontAsk"
         )),
-    }
-}
-
-/// Claude Code's name of approval mode `mode`.
-pub fn permission_mode_name(mode: ApprovalMode) -> &'static str {
-    match mode {
-        ApprovalMode::Suggest => "default",
-        ApprovalMode::AutoEdit => "acceptEdits",
-        ApprovalMode::Plan => "plan",
-        ApprovalMode::FullAuto => "bypassPermissions",
     }
 }
 

@@ -35,6 +35,10 @@ pub struct Setup {
     /// instruction files; pirn reads both (or neither, when it allows
     /// neither).
     pub instructions: (bool, bool),
+    /// `--settings`: the operator's hooks.
+    pub hooks: Option<crate::wire::HooksConfig>,
+    /// `--max-budget-usd`.
+    pub max_cost_usd: Option<f64>,
 }
 
 impl Setup {
@@ -61,6 +65,14 @@ impl Setup {
             persist: !a.no_session_persistence,
             add_dirs: a.add_dir.clone(),
             instructions: a.instruction_sources(),
+            hooks: match &a.settings {
+                None => None,
+                Some(s) => Some(
+                    crate::hooks::settings::hooks_from_settings(s)
+                        .map_err(|e| ArgsError::Invalid(format!("--settings: {e}")))?,
+                ),
+            },
+            max_cost_usd: a.max_budget_usd,
         })
     }
 
@@ -72,7 +84,9 @@ impl Setup {
             v.as_ref().is_some_and(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()))
         };
         if present(&init.hooks) {
-            return Err("hooks are not supported by pirn".into());
+            return Err(
+                "hook callbacks in initialize are not supported by pirn (pass command hooks with --settings)".into()
+            );
         }
         if present(&init.agents) {
             return Err("subagents (agents) are not supported by pirn".into());
@@ -119,6 +133,8 @@ impl Setup {
             persist: (!self.persist).then_some(false),
             allowed_paths: Some(self.add_dirs.clone()).filter(|d| !d.is_empty()),
             instruction_files: Some(self.instructions.0 || self.instructions.1),
+            hooks: self.hooks.clone(),
+            max_cost_usd: self.max_cost_usd,
             ..InitConfig::default()
         }
     }

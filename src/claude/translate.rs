@@ -127,7 +127,7 @@ impl Turn {
                 self.flush(&mut out, Some("tool_use"));
                 self.next_call += 1;
                 let id = call_id.clone().unwrap_or_else(|| format!("toolu_pirn_{}", self.next_call));
-                let block = Block::ToolUse { id: id.clone(), name: claude_name(name), input: args.clone() };
+                let block = Block::ToolUse { id: id.clone(), name: claude_name(name).to_owned(), input: args.clone() };
                 out.push(self.assistant(block, Some("tool_use")));
                 self.message_id = new_message_id();
                 self.calls.push(Call { pirn_id: call_id.clone(), id, name: name.clone(), input: args.clone() });
@@ -151,7 +151,7 @@ impl Turn {
                 let last = self.calls.iter().rev().find(|c| c.name == *name);
                 let (id, input) = last.map(|c| (c.id.clone(), c.input.clone())).unwrap_or_default();
                 self.denials.push(PermissionDenial {
-                    tool_name: claude_name(name),
+                    tool_name: claude_name(name).to_owned(),
                     tool_use_id: id,
                     tool_input: input,
                 });
@@ -198,7 +198,7 @@ fn new_message_id() -> String {
 /// Claude Code's `result` for pirn's `r`: `success` when the send ended
 /// well, `error_max_turns` when it ran out of model calls,
 /// `error_max_structured_output_retries` when the answer never matched
-/// the schema, else `error_during_execution` (pirn's error in `errors`).
+/// the schema, `error_max_budget_usd` when the cost budget was spent, else `error_during_execution` (pirn's error in `errors`).
 pub fn result_msg(r: &SendResult, session_id: &str, started: Instant, denials: Vec<PermissionDenial>) -> ResultMsg {
     let code = r.error.as_ref().map(|e| e.code);
     let ok = r.status == Status::Ok;
@@ -208,6 +208,8 @@ pub fn result_msg(r: &SendResult, session_id: &str, started: Instant, denials: V
         "error_max_turns"
     } else if code == Some(ErrorCode::OutputInvalid) {
         "error_max_structured_output_retries"
+    } else if code == Some(ErrorCode::BudgetExceeded) {
+        "error_max_budget_usd"
     } else {
         "error_during_execution"
     };
@@ -220,7 +222,7 @@ pub fn result_msg(r: &SendResult, session_id: &str, started: Instant, denials: V
         num_turns: r.iterations,
         result: if ok { Some(r.response.clone().unwrap_or_default()) } else { r.response.clone() },
         session_id: session_id.to_owned(),
-        total_cost_usd: None,
+        total_cost_usd: r.session_cost_usd.or_else(|| r.usage.as_ref().and_then(|u| u.cost_usd)),
         usage: r.usage.as_ref().map(ClaudeUsage::from).unwrap_or_default(),
         model_usage: serde_json::Map::new(),
         permission_denials: denials,

@@ -3,7 +3,8 @@
 //!
 //! Owns: the borrowed chunk shapes (every field optional, since
 //! "compatible" servers omit many), tool-call fragments accumulated by
-//! `index`, usage from a final `choices: []` chunk, mid-stream `error`
+//! `index`, usage from a final `choices: []` chunk (with OpenRouter's
+//! `usage.cost`), mid-stream `error`
 //! objects, and the cap on one answer's size ([`MAX_ANSWER_BYTES`]).
 
 use std::borrow::Cow;
@@ -93,6 +94,9 @@ struct UsageChunk {
     total_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    /// OpenRouter: what the call cost, in US dollars (credits).
+    #[serde(default)]
+    cost: Option<f64>,
 }
 
 /// Folds one SSE `data:` payload into `acc`; returns its text, if any.
@@ -127,6 +131,7 @@ pub fn apply_event(acc: &mut Completion, data: &[u8], done: &mut bool) -> Result
             completion_tokens: u.completion_tokens,
             total_tokens: total,
             cached_tokens: cached,
+            cost_usd: u.cost,
         });
     }
     if let (Some(u), Some(cache_n)) = (acc.usage.as_mut(), chunk.timings.and_then(|t| t.cache_n)) {

@@ -61,6 +61,11 @@ pub enum ModelError {
     /// where they differ (see `cassette::replay::Mismatch`).
     #[error("{message}")]
     ReplayMismatch { message: String, details: Value },
+    /// Not sent: the call would pass the send's cost budget whatever the
+    /// model answered (`max_cost_usd`, see `agent::budget`). `details` is
+    /// the budget's status.
+    #[error("{message}")]
+    BudgetSpent { message: String, details: Value },
 }
 
 impl ModelError {
@@ -97,8 +102,8 @@ impl ModelError {
         crate::cassette::End::Error { kind: self.kind().to_owned(), message: self.to_string() }
     }
 
-    /// `connect`, `timeout`, `http`, `stream`, `protocol`, `client` or
-    /// `replay`: the `details.kind` of the error.
+    /// `connect`, `timeout`, `http`, `stream`, `protocol`, `client`,
+    /// `replay` or `budget`: the `details.kind` of the error.
     pub fn kind(&self) -> &'static str {
         match self {
             ModelError::Connect(_) => "connect",
@@ -108,6 +113,7 @@ impl ModelError {
             ModelError::BadChunk(_) | ModelError::BadToolIndex(_) => "protocol",
             ModelError::Client(_) => "client",
             ModelError::ReplayMismatch { .. } => "replay",
+            ModelError::BudgetSpent { .. } => "budget",
         }
     }
 
@@ -126,7 +132,10 @@ impl ModelError {
             ModelError::Connect(_) | ModelError::Timeout(_) | ModelError::Stream(_) | ModelError::BadChunk(_) => true,
             ModelError::Http { status, .. } => retryable_status(*status),
             ModelError::Remote { status, .. } => status.is_none_or(retryable_status),
-            ModelError::BadToolIndex(_) | ModelError::Client(_) | ModelError::ReplayMismatch { .. } => false,
+            ModelError::BadToolIndex(_)
+            | ModelError::Client(_)
+            | ModelError::ReplayMismatch { .. }
+            | ModelError::BudgetSpent { .. } => false,
         }
     }
 
@@ -184,10 +193,12 @@ impl ModelError {
     }
 
     /// The protocol error code: `replay_mismatch` for a replay mismatch,
-    /// else `provider_error`.
+    /// `budget_exceeded` for a call the cost budget did not allow, else
+    /// `provider_error`.
     pub fn code(&self) -> ErrorCode {
         match self {
             ModelError::ReplayMismatch { .. } => ErrorCode::ReplayMismatch,
+            ModelError::BudgetSpent { .. } => ErrorCode::BudgetExceeded,
             _ => ErrorCode::ProviderError,
         }
     }
@@ -198,7 +209,7 @@ impl ModelError {
     pub fn details(&self) -> Value {
         match self {
             ModelError::Http { body, .. } => json!({ "status": self.status(), "kind": self.kind(), "body": body }),
-            ModelError::ReplayMismatch { details, .. } => details.clone(),
+            ModelError::ReplayMismatch { details, .. } | ModelError::BudgetSpent { details, .. } => details.clone(),
             _ => json!({ "status": self.status(), "kind": self.kind() }),
         }
     }

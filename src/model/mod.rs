@@ -4,7 +4,8 @@
 //! - [`stream`]: the open answer, pulled chunk by chunk with an idle timeout;
 //! - [`chunk`]: the borrowed shapes of one stream chunk and how a chunk is
 //!   folded into the answer (text, tool-call fragments by `index`, usage);
-//! - [`error`]: [`ModelError`] and the one retry rule.
+//! - [`error`]: [`ModelError`] and the one retry rule;
+//! - [`cost`]: what a call cost in money (provider figure or price table).
 //!
 //! Request bodies are built by the agent from async-openai's message types;
 //! the stream chunks are decoded by small borrowed structs rather than
@@ -16,6 +17,7 @@
 //! [`Endpoint::open`]) drops the HTTP response and with it the connection.
 
 pub mod chunk;
+pub mod cost;
 pub mod endpoint;
 pub mod error;
 pub mod stream;

@@ -25,6 +25,8 @@ pub struct ChatStream {
     done: bool,
     /// Set once any byte of the body arrived.
     pub streamed: bool,
+    /// LiteLLM's cost of the call (`x-litellm-response-cost`), in dollars.
+    pub header_cost: Option<f64>,
 }
 
 /// Where a stream's events come from. (One per model call, never in a
@@ -48,12 +50,18 @@ enum Step<'a> {
 
 impl ChatStream {
     pub(super) fn new(resp: reqwest::Response, idle: Duration, tape: Option<Tape>) -> Self {
+        let header_cost = resp
+            .headers()
+            .get(super::cost::LITELLM_COST_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok());
         let source = Source::Http { resp, sse: SseDecoder::new(), tape };
-        ChatStream { source, idle, acc: Completion::default(), done: false, streamed: false }
+        ChatStream { source, idle, acc: Completion::default(), done: false, streamed: false, header_cost }
     }
 
     pub(super) fn replayed(body: ReplayBody, idle: Duration) -> Self {
-        ChatStream { source: Source::Replay(body), idle, acc: Completion::default(), done: false, streamed: false }
+        let acc = Completion::default();
+        ChatStream { source: Source::Replay(body), idle, acc, done: false, streamed: false, header_cost: None }
     }
 
     /// The next piece of text, `None` at the end of the answer.

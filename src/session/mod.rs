@@ -85,6 +85,18 @@ struct Shared {
     overrides: Mutex<Overrides>,
     /// The running send's budget meter (for `status_ok.budget`).
     meter: Mutex<Option<Arc<Meter>>>,
+    /// What the session's sends cost (see [`Shared::add_cost`]).
+    cost: Mutex<SessionCost>,
+}
+
+/// The dollars of a session's model calls so far.
+#[derive(Debug, Default)]
+struct SessionCost {
+    dollars: f64,
+    /// A model call's cost was unknown: the sum is too.
+    unknown: bool,
+    /// A model call was priced.
+    priced: bool,
 }
 
 /// See [`Shared::overrides`].
@@ -110,6 +122,22 @@ impl Shared {
             config.policy.mode = mode;
         }
         Some(config)
+    }
+
+    /// Adds a finished send's cost to the session's; returns the session's
+    /// total (`None` once any call's cost was unknown, and before the first
+    /// priced call).
+    fn add_cost(&self, meter: &Meter) -> Option<f64> {
+        let mut cost = self.cost.lock().unwrap_or_else(|p| p.into_inner());
+        match meter.cost_usd() {
+            Some(c) => {
+                cost.dollars += c;
+                cost.priced = true;
+            }
+            None if meter.made_calls() => cost.unknown = true,
+            None => {}
+        }
+        (cost.priced && !cost.unknown).then_some(cost.dollars)
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
@@ -191,6 +219,7 @@ impl Session {
             interrupted: opened.interrupted,
             overrides: Mutex::default(),
             meter: Mutex::default(),
+            cost: Mutex::default(),
         });
         Ok(Session::start(shared, opened.conv))
     }

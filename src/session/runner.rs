@@ -18,11 +18,18 @@ use super::Shared;
 use super::queue::{Job, JobKind, Next};
 use crate::agent::{self, Emitter, Outcome, SendStats};
 use crate::conversation::Conversation;
+use crate::hooks;
 use crate::store::Body;
 use crate::wire::{ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason};
 
-/// Runs sends until the session closes and its queue is empty.
+/// Runs sends until the session closes and its queue is empty, with the
+/// operator's `SessionStart` hooks first (their context joins the system
+/// prompt) and its `SessionEnd` hooks last.
 pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
+    let source = if conv.is_fresh() { "startup" } else { "resume" };
+    if let Some(context) = hooks::session_start(&shared.config, source).await {
+        conv.extend_system(&context);
+    }
     loop {
         let next = shared.queue().take_next();
         match next {
@@ -32,7 +39,10 @@ pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
                 shared.queue().active = None;
             }
             Next::Wait => shared.wake.notified().await,
-            Next::Stop => return,
+            Next::Stop => {
+                hooks::session_end(&shared.config, "other").await;
+                return;
+            }
         }
     }
 }
@@ -57,13 +67,28 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), config.version, shared.outbox.clone());
     job.spec.cancel = job.cancel.clone();
     let mut stats = SendStats::default();
+    stats.meter = job.spec.meter.clone();
     *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = Some(job.spec.meter.clone());
     let ended = {
         let agent = async {
             match job.kind {
                 JobKind::Send => {
-                    agent::run(config, &shared.permissions, conv, &mut stats, &emitter, &job.message, &mut job.spec)
-                        .await
+                    // The operator's UserPromptSubmit hooks may refuse the send or add context.
+                    let hook = hooks::user_prompt_submit(config, &emitter, &job.message).await;
+                    if let Some(reason) = hook.block.as_ref().or(hook.stop.as_ref()) {
+                        let error = ErrorEnvelope::new(
+                            ErrorCode::HookBlocked,
+                            format!("a UserPromptSubmit hook refused the prompt: {reason}"),
+                        );
+                        agent::fail(&emitter, error, None, None).await
+                    } else {
+                        let message = match hook.context_text() {
+                            Some(context) => std::borrow::Cow::Owned(format!("{}\n\n{context}", job.message)),
+                            None => std::borrow::Cow::Borrowed(job.message.as_str()),
+                        };
+                        agent::run(config, &shared.permissions, conv, &mut stats, &emitter, &message, &mut job.spec)
+                            .await
+                    }
                 }
                 JobKind::Compact => agent::compact_now(config, conv, &mut stats, &emitter).await,
             }
@@ -116,6 +141,10 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
             (Status::Error, None, Some(error), StopReason::Error)
         }
     };
+    // The send's cost is the meter's: every model call is charged there,
+    // one whose usage never arrived included (it makes the sum unknown).
+    stats.usage.cost_usd = job.spec.meter.cost_usd();
+    let session_cost_usd = shared.add_cost(&job.spec.meter);
     let result = SendResult {
         id: job.id,
         status,
@@ -131,6 +160,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         verification: stats.verification.take(),
         structured_output: stats.structured_output.take(),
         durable: None,
+        session_cost_usd,
         calls_completed: stats.calls_completed,
         correlation: config.correlation.clone(),
     };

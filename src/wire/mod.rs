@@ -16,6 +16,7 @@
 //!   `queue_length`, `request_id`, `args`) and the opt-in request
 //!   `permission_response`; a 0.2.0 client never has to look at them.
 
+pub mod claude_names;
 pub mod http;
 mod outgoing;
 mod request;
@@ -168,8 +169,13 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
                 *request_id = None;
                 *args = None;
             }
-            Event::Retry { .. } | Event::StoreError { .. } => return false,
-            Event::Usage(u) => u.cached_tokens = None,
+            Event::Retry { .. } | Event::StoreError { .. } | Event::HookStart { .. } | Event::HookEnd { .. } => {
+                return false;
+            }
+            Event::Usage(u) => {
+                u.cached_tokens = None;
+                u.cost_usd = None;
+            }
             Event::ContextCompact { tokens_before, tokens_after, summary_tokens } => {
                 *tokens_before = None;
                 *tokens_after = None;
@@ -186,6 +192,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             r.verification = None;
             r.structured_output = None;
             r.durable = None;
+            r.session_cost_usd = None;
             if let Some(e) = &mut r.error {
                 e.code = heddle_code(e.code);
                 heddle_details(&mut e.details);
@@ -200,6 +207,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             }
             if let Some(u) = &mut r.usage {
                 u.cached_tokens = None;
+                u.cost_usd = None;
             }
         }
         OutgoingMessage::StatusOk(s) => {
@@ -222,7 +230,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
 /// document lists.
 fn heddle_code(code: ErrorCode) -> ErrorCode {
     match code {
-        ErrorCode::VerificationFailed | ErrorCode::OutputInvalid => ErrorCode::ToolError,
+        ErrorCode::VerificationFailed | ErrorCode::OutputInvalid | ErrorCode::HookBlocked => ErrorCode::ToolError,
         ErrorCode::BudgetExceeded => ErrorCode::MaxIterations,
         ErrorCode::InvalidRequest => ErrorCode::ProtocolError,
         other => other,

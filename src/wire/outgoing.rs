@@ -167,6 +167,22 @@ pub enum Event {
     /// follows (disk full, I/O error, database down or past its timeout);
     /// `message` names the cause. The session goes on in memory.
     StoreError { message: String },
+    /// 0.3.0: an operator's hook (see `crate::hooks`) starts:
+    /// `hook_event_name` is Claude Code's event name (`PreToolUse`, …),
+    /// `command` the hook's command line.
+    HookStart { hook_event_name: String, command: String },
+    /// 0.3.0: the hook ended. `outcome`: `ok` (exit 0), `blocked` (exit 2,
+    /// or a JSON answer that blocks or denies), `error` (another exit code,
+    /// or it could not start), `timeout` (killed at its timeout). `exit_code`
+    /// is absent when it was killed or never started.
+    HookEnd {
+        hook_event_name: String,
+        command: String,
+        outcome: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+    },
 }
 
 impl Event {
@@ -184,6 +200,8 @@ impl Event {
             Event::Heartbeat { .. } => "heartbeat",
             Event::Retry { .. } => "retry",
             Event::StoreError { .. } => "store_error",
+            Event::HookStart { .. } => "hook_start",
+            Event::HookEnd { .. } => "hook_end",
             Event::ContextPrune { .. } => "context_prune",
             Event::ContextCompact { .. } => "context_compact",
         }
@@ -204,7 +222,7 @@ impl OutgoingMessage {
 }
 
 /// Token counts, as reported by the model server.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
 pub struct Usage {
     /// Tokens of the request (system prompt, conversation, tool specs).
     pub prompt_tokens: u64,
@@ -217,6 +235,13 @@ pub struct Usage {
     /// `timings.cache_n`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// 0.3.0: what the call cost in US dollars: the provider's own figure
+    /// (OpenRouter's `usage.cost`, LiteLLM's `x-litellm-response-cost`
+    /// header), else the operator's price table (`config.prices`). Absent
+    /// when unknown (never a made-up 0). In `result.usage`: the send's sum,
+    /// absent when any of its model calls' cost is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 impl Usage {
@@ -227,6 +252,9 @@ impl Usage {
         self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
         if let Some(c) = other.cached_tokens {
             self.cached_tokens = Some(self.cached_tokens.unwrap_or(0).saturating_add(c));
+        }
+        if let Some(c) = other.cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
         }
     }
 }
@@ -265,6 +293,11 @@ pub struct SendResult {
     /// the raw text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Value>,
+    /// 0.3.0: what the session's sends cost so far in US dollars, this one
+    /// included; absent when the cost of any of their model calls is
+    /// unknown (see [`Usage::cost_usd`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_cost_usd: Option<f64>,
     /// 0.3.0: `false` when the session is logged and the log could not
     /// store this send's entries (a `store_error` event names why); absent
     /// otherwise: a logged session's result leaves only once durable.
@@ -336,6 +369,7 @@ impl SendResult {
             verification: None,
             structured_output: None,
             durable: None,
+            session_cost_usd: None,
             calls_completed: 0,
             correlation,
         }
@@ -390,7 +424,7 @@ pub struct StatusOk {
 }
 
 /// 0.3.0 `status_ok.budget`: what the running send has spent so far.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct BudgetStatus {
     /// Prompt plus completion tokens of the send's model calls so far.
     pub total_tokens: u64,
@@ -402,6 +436,13 @@ pub struct BudgetStatus {
     /// The send's tool-call budget, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<u32>,
+    /// US dollars the send's model calls cost so far; absent when one's cost
+    /// is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The send's cost budget in US dollars, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// The error envelope shared by results, `init_ok` and `error` events.
@@ -453,11 +494,15 @@ pub enum ErrorCode {
     /// `output_schema` after `output_retries`; `details.errors` lists the
     /// validation errors.
     OutputInvalid,
-    /// A budget (`max_total_tokens`, `max_tool_calls`) was spent before the
+    /// A budget (`max_total_tokens`, `max_cost_usd`, `max_tool_calls`) was spent before the
     /// task was done (0.2.0 clients see `max_iterations`, the nearest limit
     /// heddle knows).
     BudgetExceeded,
     /// 0.3.0: the request is well-formed JSON but unusable (an
     /// `output_schema` that does not compile); nothing was run.
     InvalidRequest,
+    /// 0.3.0: an operator's hook refused the send (`UserPromptSubmit`) or
+    /// the compaction (`PreCompact`); the message carries its reason
+    /// (0.2.0 clients see `tool_error`).
+    HookBlocked,
 }

@@ -188,10 +188,80 @@ pub struct InitConfig {
     /// `budget_exceeded`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<u32>,
+    /// The session's default cost budget per send, in US dollars, over the
+    /// send's model calls (see `result.usage.cost_usd`). The call that
+    /// reaches it is the send's last, and a call that would pass it at the
+    /// cheapest price in `prices` is not made; the send then ends with
+    /// `budget_exceeded`. A call whose cost is unknown (no provider figure,
+    /// no `prices`) spends it: the budget cannot hold without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Hooks in Claude Code's settings format (0.3.0): the value of its
+    /// `hooks` key, `{"PreToolUse": [{"matcher": "Write|Edit", "hooks":
+    /// [{"type": "command", "command": "…", "timeout": 60}]}], …}` (see
+    /// `crate::hooks`). From the operator only: the stdio parent, `pirn run
+    /// --settings`; over HTTP only commands `pirn serve
+    /// --allow-hook-command` lists. Never read from the repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<HooksConfig>,
+    /// The operator's price table in US dollars per million prompt, cached
+    /// and completion tokens, for providers that send no cost of their own
+    /// (default: `PIRN_PRICES`, `prompt=3,cached=0.3,completion=15`). No
+    /// built-in prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
     /// The session's default for how often an answer that does not match a
     /// send's `output_schema` is sent back to the model (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_retries: Option<u32>,
+}
+
+/// The operator's prices in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Dollars per million prompt tokens not served from the cache.
+    pub prompt: f64,
+    /// Dollars per million prompt tokens served from the provider's prompt
+    /// cache (default: `prompt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<f64>,
+    /// Dollars per million completion tokens.
+    pub completion: f64,
+}
+
+/// Hooks by event name (`PreToolUse`, `PostToolUse`, `UserPromptSubmit`,
+/// `Stop`, `SessionStart`, `SessionEnd`, `PreCompact`), as Claude Code's
+/// settings hold them. Other event names are accepted and never run.
+pub type HooksConfig = std::collections::BTreeMap<String, Vec<HookMatcher>>;
+
+/// One matcher of an event and the commands it runs.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
+pub struct HookMatcher {
+    /// Which tools (PreToolUse, PostToolUse), sources (SessionStart) or
+    /// triggers (PreCompact) it applies to: empty or `*` for all, names
+    /// joined by `|` (`Write|Edit`), else a regular expression. Tool names
+    /// match in Claude Code's spelling (`Bash`, `Write`, `Edit`, `Read`,
+    /// `Grep`, `Glob`) and in pirn's (`bash`, `write_file`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// The commands, run in parallel.
+    #[serde(default)]
+    pub hooks: Vec<HookCommand>,
+}
+
+/// One hook: a shell command (`type: "command"`; other types are skipped).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
+pub struct HookCommand {
+    /// `command` (the only type pirn runs).
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    /// Run with `/bin/bash -c` in the workspace, sandboxed like `bash`.
+    #[serde(default)]
+    pub command: String,
+    /// Seconds before it is killed (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
 }
 
 /// How much a child may write.
@@ -322,6 +392,9 @@ pub struct SendOptions {
     /// This send's tool-call budget (see `init.config.max_tool_calls`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<u32>,
+    /// This send's cost budget in US dollars (see `init.config.max_cost_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
     /// This send's verification command (see `init.config.verify_command`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_command: Option<String>,

@@ -303,8 +303,57 @@ async fn print_mode_answers_in_text_and_json_and_refuses_what_it_cannot_honour()
         (v["type"].as_str(), v["subtype"].as_str(), v["result"].as_str()),
         (Some("result"), Some("success"), Some("five"))
     );
-    let out = run(&["-p", "--max-budget-usd", "1", "hi"]).output().await.unwrap();
+    let out = run(&["-p", "--fallback-model", "other", "hi"]).output().await.unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-budget-usd is not supported"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--fallback-model is not supported"), "{out:?}");
     assert_eq!(mock.requests().len(), 2, "a refused command line calls no model");
+}
+
+/// An OpenRouter-style streamed reply carrying its `cost` in dollars.
+fn priced(delta: Value, finish: &str, cost: f64) -> Reply {
+    let chunk = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+    let end = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]});
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "cost": cost}});
+    Reply::Raw { body: format!("data: {chunk}\n\ndata: {end}\n\ndata: {usage}\n\ndata: [DONE]\n\n") }
+}
+
+#[tokio::test]
+async fn settings_hooks_run_and_the_cost_budget_ends_the_run_as_claude_code_names_it() {
+    let bash = |cmd: &str| {
+        let arguments = json!({"command": cmd}).to_string();
+        json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "bash", "arguments": arguments}}]})
+    };
+    let mock = MockServer::start(vec![
+        priced(bash("touch ran.txt"), "tool_calls", 0.01),
+        priced(json!({"content": "not allowed, fine"}), "stop", 0.01),
+        priced(bash("touch again.txt"), "tool_calls", 0.05),
+        priced(json!({"content": "never asked"}), "stop", 0.01),
+    ])
+    .await;
+    let ws = workspace(&[]);
+    // The operator's PreToolUse hook (Claude Code's settings format) refuses Bash.
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash",
+        "hooks": [{"type": "command", "command": "echo 'no shell here' >&2; exit 2"}]}]}})
+    .to_string();
+    let run = |args: &[&str]| {
+        let mut c = pirn_command(&mock.base_url(), &[]);
+        c.args(args).current_dir(ws.path());
+        c
+    };
+    let out = run(&["-p", "--output-format", "json", "--settings", &settings, "--max-budget-usd", "0.04", "go"])
+        .output()
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!((v["subtype"].as_str(), v["result"].as_str()), (Some("success"), Some("not allowed, fine")), "{v}");
+    assert!(!ws.path().join("ran.txt").exists(), "the hook's deny must keep bash from running");
+    assert!(mock.requests()[1].body.to_string().contains("no shell here"), "the model reads the hook's reason");
+    assert!((v["total_cost_usd"].as_f64().unwrap() - 0.02).abs() < 1e-9, "{v}");
+    // Over budget: the call that crosses it is the last, its tool call never runs.
+    let out = run(&["-p", "--output-format", "json", "--max-budget-usd", "0.04", "go on"]).output().await.unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!((v["subtype"].as_str(), v["is_error"].as_bool()), (Some("error_max_budget_usd"), Some(true)), "{v}");
+    assert!(!ws.path().join("again.txt").exists());
+    assert_eq!(mock.requests().len(), 3, "no model call after the budget is spent");
+    assert_eq!(out.status.code(), Some(3), "pirn run's exit code for a spent budget: {out:?}");
 }

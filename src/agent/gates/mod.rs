@@ -20,6 +20,7 @@
 //! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
 //! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
 //! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
+//! | [`Gate::StopHook`] | the operator's `Stop` hooks' answers | send back to work (bounded by `max_iterations`) |
 
 mod broken;
 mod budget_stop;
@@ -28,6 +29,7 @@ mod held_back;
 mod landed;
 mod loop_stop;
 mod schema;
+mod stop_hook;
 mod verify;
 
 use super::cx::SendCx;
@@ -66,13 +68,14 @@ pub enum Gate {
     Landed,
     Verify,
     Schema,
+    StopHook,
 }
 
 /// The order in which an answer meets the gates: first what makes it no
 /// answer at all (cut off, out of budget, a loop), then whether the work
-/// it reports is on disk and sound, then the operator's check, and last
-/// the form the operator asked for.
-pub const ORDER: [Gate; 8] = [
+/// it reports is on disk and sound, then the operator's check, the form
+/// the operator asked for, and last the operator's own Stop hooks.
+pub const ORDER: [Gate; 9] = [
     Gate::CutOff,
     Gate::BudgetStop,
     Gate::LoopStop,
@@ -81,6 +84,7 @@ pub const ORDER: [Gate; 8] = [
     Gate::Landed,
     Gate::Verify,
     Gate::Schema,
+    Gate::StopHook,
 ];
 
 impl Gate {
@@ -95,6 +99,7 @@ impl Gate {
             Gate::Landed => landed::review(cx).await,
             Gate::Verify => verify::review(cx).await,
             Gate::Schema => schema::review(cx, answer),
+            Gate::StopHook => stop_hook::review(cx, answer).await,
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct Trust {
     /// Commands a session's `mcp_servers` may start (`--allow-mcp-command`,
     /// exact match).
     pub mcp_commands: Vec<String>,
+    /// Hook command lines a session's `hooks` may run
+    /// (`--allow-hook-command`, exact match).
+    pub hook_commands: Vec<String>,
     /// The sessions' default sandbox (`--sandbox`), which a session may
     /// narrow but not widen.
     pub sandbox: SandboxMode,
@@ -80,12 +83,22 @@ impl Trust {
     }
 
     /// Checks and completes a session config that arrived over HTTP: an
-    /// MCP server `command` must be listed in [`Trust::mcp_commands`];
+    /// MCP server `command` must be listed in [`Trust::mcp_commands`], a
+    /// hook's command in [`Trust::hook_commands`];
     /// the sandbox defaults to the daemon's and may only be narrowed
     /// (`off` < `workspace-write` < `read-only`; network only when the
     /// daemon allows it; no extra writable roots); `env_passthrough` names
     /// only what the daemon passes. Errors: the message of a 400.
     pub fn admit(&self, config: &mut InitConfig) -> Result<(), String> {
+        if let Some(hooks) = &config.hooks {
+            for command in crate::hooks::Hooks::commands(hooks) {
+                if !self.hook_commands.iter().any(|c| c == command) {
+                    return Err(format!(
+                        "hooks: running the command {command:?} over HTTP needs pirn serve --allow-hook-command {command:?}"
+                    ));
+                }
+            }
+        }
         for server in config.mcp_servers.iter().flatten() {
             if let Some(command) = &server.command
                 && !self.mcp_commands.iter().any(|c| c == command)

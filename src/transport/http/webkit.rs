@@ -367,7 +367,7 @@ fn result_events(r: &crate::wire::SendResult, message_id: String) -> Vec<(u64, &
         num_turns: Some(u64::from(r.iterations)),
         duration_ms: r.total_latency_ms,
         usage: r.usage,
-        total_cost_usd: 0.0,
+        total_cost_usd: r.session_cost_usd,
         message_id,
     };
     vec![(0, first.0, first.1), (1, "result", to_json(&result))]

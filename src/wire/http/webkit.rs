@@ -207,8 +207,11 @@ pub struct WebkitResult {
     pub duration_ms: Option<u64>,
     /// Tokens over the send's model calls (null when the server reported none).
     pub usage: Option<Usage>,
-    /// Always 0: pirn does not price tokens.
-    pub total_cost_usd: f64,
+    /// What the session's sends cost so far in US dollars (as Claude Code's
+    /// `total_cost_usd`, cumulative over the session): pirn's
+    /// `result.session_cost_usd`; null when the cost is unknown (no
+    /// provider figure and no price table), never a made-up 0.
+    pub total_cost_usd: Option<f64>,
     /// The send's id.
     pub message_id: String,
 }

@@ -1,0 +1,405 @@
+//! Operator hooks in Claude Code's format, so one policy script works for
+//! pirn and Claude Code alike.
+//!
+//! Owns: the compiled hook table of a session ([`Hooks`], from
+//! `config.hooks`: Claude Code's settings `hooks` value), which hooks an
+//! event runs (matchers), the JSON each gets on stdin, running them in
+//! parallel ([`process`], sandboxed like `bash`, with a timeout) with their
+//! `hook_start` / `hook_end` events (0.3.0 only, through [`Announce`]), and
+//! what their answers mean ([`answer`]). The entry points are one function
+//! per event: [`pre_tool_use`], [`post_tool_use`], [`user_prompt_submit`],
+//! [`on_stop`], [`session_start`], [`session_end`], [`pre_compact`].
+//!
+//! Trust: hooks come from the operator only (the stdio parent's `init`,
+//! `pirn run --settings`; over HTTP only the commands `pirn serve
+//! --allow-hook-command` lists), never from the repository. A hook is a
+//! child like `bash`: it gets the session's sandbox and allowlisted
+//! environment, and a hang costs at most its timeout.
+//!
+//! Tool names: a hook's `tool_name` is Claude Code's name of the tool
+//! (`Bash`, `Write`, `Edit`, `Read`, `Grep`, `Glob`; MCP tools keep their
+//! `mcp__server__tool` names), so existing scripts work; `pirn_tool_name`
+//! carries pirn's name. A matcher matches either spelling. `tool_input` is
+//! the call's arguments (their names are already Claude Code's:
+//! `file_path`, `command`, `old_string`, …) with a relative `file_path`
+//! made absolute beneath the workspace. `tool_response` is
+//! `{"output": text, "is_error": bool}`.
+//!
+//! Events without a send (`SessionStart`, `SessionEnd`) have no
+//! `hook_start` / `hook_end` events (every event belongs to a send); their
+//! runs are logged.
+
+pub mod answer;
+pub mod process;
+pub mod settings;
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+pub use answer::{Permission, Verdict};
+
+use crate::config::SessionConfig;
+use crate::wire::claude_names::{claude_tool_name, permission_mode_name};
+use crate::wire::{Event, HooksConfig};
+
+/// Seconds a hook may run when its `timeout` is not set (Claude Code's).
+pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+
+/// The events pirn runs hooks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    PreToolUse,
+    PostToolUse,
+    UserPromptSubmit,
+    Stop,
+    SessionStart,
+    SessionEnd,
+    PreCompact,
+}
+
+impl HookEvent {
+    const ALL: [HookEvent; 7] = [
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::UserPromptSubmit,
+        HookEvent::Stop,
+        HookEvent::SessionStart,
+        HookEvent::SessionEnd,
+        HookEvent::PreCompact,
+    ];
+
+    /// Claude Code's name of the event.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::Stop => "Stop",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PreCompact => "PreCompact",
+        }
+    }
+}
+
+/// Which subjects (tool names, sources, triggers) a matcher group takes.
+#[derive(Debug, Clone)]
+enum Matcher {
+    All,
+    Names(Vec<String>),
+    Pattern(regex::Regex),
+}
+
+impl Matcher {
+    fn new(text: Option<&str>) -> Result<Matcher, String> {
+        let text = text.map(str::trim).unwrap_or_default();
+        if text.is_empty() || text == "*" {
+            return Ok(Matcher::All);
+        }
+        if text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|') {
+            return Ok(Matcher::Names(text.split('|').filter(|n| !n.is_empty()).map(str::to_owned).collect()));
+        }
+        regex::Regex::new(text).map(Matcher::Pattern).map_err(|e| format!("matcher {text:?}: {e}"))
+    }
+
+    fn takes(&self, subjects: &[&str]) -> bool {
+        match self {
+            Matcher::All => true,
+            Matcher::Names(names) => subjects.iter().any(|s| names.iter().any(|n| n == s)),
+            Matcher::Pattern(re) => subjects.iter().any(|s| re.is_match(s)),
+        }
+    }
+}
+
+/// One command of a group.
+#[derive(Debug, Clone)]
+struct Command {
+    line: String,
+    timeout: Duration,
+}
+
+/// A session's hooks, compiled from `config.hooks`.
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    groups: Vec<(HookEvent, Matcher, Vec<Command>)>,
+}
+
+impl Hooks {
+    /// Compiles Claude Code's `hooks` value. Events pirn does not run and
+    /// hook types other than `command` are skipped with a warning (a
+    /// settings file written for Claude Code still loads). Errors: a
+    /// matcher that is not a valid regular expression, an empty command, a
+    /// timeout that is not a positive number of seconds.
+    pub fn new(config: &HooksConfig) -> Result<Hooks, String> {
+        let mut groups = Vec::new();
+        for (name, matchers) in config {
+            let Some(event) = HookEvent::ALL.into_iter().find(|e| e.name() == name) else {
+                tracing::warn!(event = %name, "hooks: pirn runs no {name} hooks; skipped");
+                continue;
+            };
+            for m in matchers {
+                let matcher = Matcher::new(m.matcher.as_deref())?;
+                let mut commands = Vec::new();
+                for h in &m.hooks {
+                    if h.kind != "command" {
+                        tracing::warn!(event = %name, kind = %h.kind, "hooks: only type \"command\" runs; skipped");
+                        continue;
+                    }
+                    if h.command.trim().is_empty() {
+                        return Err(format!("hooks.{name}: a command is empty"));
+                    }
+                    let secs = h.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+                    if !secs.is_finite() || secs <= 0.0 {
+                        return Err(format!("hooks.{name}: timeout must be a positive number of seconds"));
+                    }
+                    let timeout = Duration::from_secs_f64(secs.min(24.0 * 3600.0));
+                    commands.push(Command { line: h.command.clone(), timeout });
+                }
+                if !commands.is_empty() {
+                    groups.push((event, matcher, commands));
+                }
+            }
+        }
+        Ok(Hooks { groups })
+    }
+
+    /// Every command line of the table (for `pirn serve`'s allowlist).
+    pub fn commands(config: &HooksConfig) -> impl Iterator<Item = &str> {
+        config.values().flatten().flat_map(|m| &m.hooks).map(|h| h.command.as_str())
+    }
+
+    /// True when `event` has a hook (else its entry point returns at once).
+    pub fn has(&self, event: HookEvent) -> bool {
+        self.groups.iter().any(|(e, _, _)| *e == event)
+    }
+
+    /// The commands `event` runs for `subjects`, each once.
+    fn matching(&self, event: HookEvent, subjects: &[&str]) -> Vec<&Command> {
+        let mut out: Vec<&Command> = Vec::new();
+        for (_, _, commands) in self.groups.iter().filter(|(e, m, _)| *e == event && m.takes(subjects)) {
+            for c in commands {
+                if !out.iter().any(|o| o.line == c.line) {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Where `hook_start` / `hook_end` go: the send's emitter (which drops
+/// them for 0.2.0 clients).
+pub trait Announce {
+    /// Emits `event` for the send.
+    fn announce(&self, event: Event) -> impl Future<Output = ()>;
+}
+
+/// No events (hooks outside a send).
+pub struct Silent;
+
+impl Announce for Silent {
+    async fn announce(&self, _event: Event) {}
+}
+
+/// Runs `event`'s hooks matching `subjects` with `fields` added to the
+/// common input, in parallel, and folds their answers.
+async fn fire(
+    config: &SessionConfig,
+    out: &impl Announce,
+    event: HookEvent,
+    subjects: &[&str],
+    fields: Value,
+) -> Verdict {
+    let Some(hooks) = config.hooks.as_deref() else { return Verdict::default() };
+    let commands = hooks.matching(event, subjects);
+    if commands.is_empty() {
+        return Verdict::default();
+    }
+    let mut input = Map::new();
+    input.insert("session_id".into(), json!(config.session_id));
+    input.insert("cwd".into(), json!(config.workspace));
+    input.insert("hook_event_name".into(), json!(event.name()));
+    input.insert("permission_mode".into(), json!(permission_mode_name(config.policy.mode)));
+    if let Value::Object(f) = fields {
+        input.extend(f);
+    }
+    let input = serde_json::to_vec(&input).unwrap_or_default();
+    let runs = commands.into_iter().map(|c| run_one(config, out, event, c, &input));
+    let mut verdict = Verdict::default();
+    for v in futures_util::future::join_all(runs).await {
+        verdict.fold(v);
+    }
+    verdict
+}
+
+async fn run_one(config: &SessionConfig, out: &impl Announce, event: HookEvent, c: &Command, input: &[u8]) -> Verdict {
+    let name = event.name().to_owned();
+    out.announce(Event::HookStart { hook_event_name: name.clone(), command: c.line.clone() }).await;
+    let ran = process::run(config, &c.line, input, c.timeout).await;
+    let (verdict, outcome) = answer::read(event, &ran);
+    let exit_code = match ran.exit {
+        process::Exit::Code(code) => Some(code),
+        _ => None,
+    };
+    match (&ran.exit, outcome) {
+        (process::Exit::NotRun(why), _) => tracing::warn!(event = %name, command = %c.line, "hook not run: {why}"),
+        (_, "error" | "timeout") => tracing::warn!(
+            event = %name, command = %c.line, ?exit_code, stderr = %ran.stderr.trim(),
+            "hook failed ({outcome}); the send goes on"
+        ),
+        _ => tracing::debug!(event = %name, command = %c.line, outcome, "hook ran"),
+    }
+    let duration_ms = u64::try_from(ran.elapsed.as_millis()).unwrap_or(u64::MAX);
+    out.announce(Event::HookEnd {
+        hook_event_name: name,
+        command: c.line.clone(),
+        outcome: outcome.to_owned(),
+        exit_code,
+        duration_ms,
+    })
+    .await;
+    verdict
+}
+
+fn has(config: &SessionConfig, event: HookEvent) -> bool {
+    config.hooks.as_deref().is_some_and(|h| h.has(event))
+}
+
+/// The tool fields of a hook's input.
+fn tool_fields(config: &SessionConfig, call_id: &str, name: &str, args: &Value) -> Map<String, Value> {
+    let mut input = args.clone();
+    if let Some(path) = input.get_mut("file_path")
+        && let Some(p) = path.as_str()
+        && std::path::Path::new(p).is_relative()
+    {
+        *path = json!(config.workspace.join(p));
+    }
+    let mut m = Map::new();
+    m.insert("tool_name".into(), json!(claude_tool_name(name)));
+    m.insert("pirn_tool_name".into(), json!(name));
+    m.insert("tool_input".into(), input);
+    m.insert("tool_use_id".into(), json!(call_id));
+    m
+}
+
+/// `PreToolUse`: before tool call `call_id` (`name`, parsed `args`) runs.
+/// A `block` means it must not run (the reason goes to the model).
+pub async fn pre_tool_use(
+    config: &SessionConfig,
+    out: &impl Announce,
+    call_id: &str,
+    name: &str,
+    args: &Value,
+) -> Verdict {
+    if !has(config, HookEvent::PreToolUse) {
+        return Verdict::default();
+    }
+    let fields = Value::Object(tool_fields(config, call_id, name, args));
+    fire(config, out, HookEvent::PreToolUse, &[name, claude_tool_name(name)], fields).await
+}
+
+/// `PostToolUse`: after the call ran with result `output`. Its context and
+/// block reasons are for the model, after the result.
+pub async fn post_tool_use(
+    config: &SessionConfig,
+    out: &impl Announce,
+    call_id: &str,
+    name: &str,
+    args: &Value,
+    output: &str,
+    is_error: bool,
+) -> Verdict {
+    if !has(config, HookEvent::PostToolUse) {
+        return Verdict::default();
+    }
+    let mut fields = tool_fields(config, call_id, name, args);
+    fields.insert("tool_response".into(), json!({"output": output, "is_error": is_error}));
+    fire(config, out, HookEvent::PostToolUse, &[name, claude_tool_name(name)], Value::Object(fields)).await
+}
+
+/// `UserPromptSubmit`: before a send's message reaches the model. A
+/// `block` (or `stop`) refuses the send; the context joins the message.
+pub async fn user_prompt_submit(config: &SessionConfig, out: &impl Announce, prompt: &str) -> Verdict {
+    if !has(config, HookEvent::UserPromptSubmit) {
+        return Verdict::default();
+    }
+    fire(config, out, HookEvent::UserPromptSubmit, &[], json!({"prompt": prompt})).await
+}
+
+/// `Stop`: the model answered without tools and the send is about to end
+/// `ok` with `answer`. Returns the reason to go on when a hook blocks the
+/// stop (`decision: "block"` or exit 2): the loop gives it to the model
+/// and calls it again. `active` is Claude Code's `stop_hook_active`: set
+/// once a Stop hook kept this send going (hooks read it to avoid looping;
+/// `max_iterations` bounds it anyway).
+pub async fn on_stop(config: &SessionConfig, out: &impl Announce, active: &mut bool, answer: &str) -> Option<String> {
+    if !has(config, HookEvent::Stop) {
+        return None;
+    }
+    let fields = json!({"stop_hook_active": *active, "last_assistant_message": answer});
+    let verdict = fire(config, out, HookEvent::Stop, &[], fields).await;
+    if verdict.stop.is_some() {
+        return None;
+    }
+    let reason = verdict.block?;
+    *active = true;
+    Some(format!("A Stop hook asks you to keep working: {reason}"))
+}
+
+/// `SessionStart` (`source`: `startup` or `resume`): its context is for
+/// the model, at the start of the conversation.
+pub async fn session_start(config: &SessionConfig, source: &str) -> Option<String> {
+    if !has(config, HookEvent::SessionStart) {
+        return None;
+    }
+    fire(config, &Silent, HookEvent::SessionStart, &[source], json!({"source": source})).await.context_text()
+}
+
+/// `SessionEnd` (`reason`: `other`, as pirn's sessions end by their
+/// client closing them). Answers are not acted on.
+pub async fn session_end(config: &SessionConfig, reason: &str) {
+    if has(config, HookEvent::SessionEnd) {
+        fire(config, &Silent, HookEvent::SessionEnd, &[reason], json!({"reason": reason})).await;
+    }
+}
+
+/// `PreCompact` (`trigger`: `auto` before a compaction to fit the
+/// window, `manual` for `compact`). A block refuses a manual compaction;
+/// an automatic one goes on (the request would not fit otherwise).
+pub async fn pre_compact(config: &SessionConfig, out: &impl Announce, trigger: &str) -> Verdict {
+    if !has(config, HookEvent::PreCompact) {
+        return Verdict::default();
+    }
+    fire(config, out, HookEvent::PreCompact, &[trigger], json!({"trigger": trigger, "custom_instructions": ""})).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{HookCommand, HookMatcher};
+
+    fn table(event: &str, matcher: &str) -> Hooks {
+        let command = HookCommand { kind: "command".into(), command: "true".into(), timeout: None };
+        let m = HookMatcher { matcher: Some(matcher.into()), hooks: vec![command] };
+        Hooks::new(&HooksConfig::from([(event.to_owned(), vec![m])])).unwrap()
+    }
+
+    #[test]
+    fn matchers_take_either_spelling_of_a_tool() {
+        let h = table("PreToolUse", "Write|Edit");
+        assert_eq!(h.matching(HookEvent::PreToolUse, &["write_file", "Write"]).len(), 1);
+        assert!(h.matching(HookEvent::PreToolUse, &["bash", "Bash"]).is_empty());
+        assert!(h.matching(HookEvent::PostToolUse, &["write_file", "Write"]).is_empty());
+        assert_eq!(table("PreToolUse", "").matching(HookEvent::PreToolUse, &["x"]).len(), 1);
+        assert_eq!(table("PreToolUse", "mcp__.*").matching(HookEvent::PreToolUse, &["mcp__fs__read"]).len(), 1);
+        assert_eq!(
+            table("PreToolUse", "write_file").matching(HookEvent::PreToolUse, &["write_file", "Write"]).len(),
+            1
+        );
+        assert!(!table("Notification", "").has(HookEvent::PreToolUse));
+        let bad = HookMatcher { matcher: Some("(".into()), hooks: vec![] };
+        assert!(Hooks::new(&HooksConfig::from([("Stop".to_owned(), vec![bad])])).is_err());
+    }
+}
