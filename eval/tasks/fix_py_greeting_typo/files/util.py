@@ -1,0 +1,2 @@
+def shout(text):
+    return text.upper()

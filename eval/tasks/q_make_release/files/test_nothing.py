@@ -1,0 +1,6 @@
+import unittest
+
+
+class T(unittest.TestCase):
+    def test_ok(self):
+        self.assertTrue(True)

@@ -1,0 +1,2 @@
+pub mod geometry;
+mod util;

@@ -1,0 +1,4 @@
+from config import load
+
+cfg = load("settings.json")
+print(f"debug={cfg['debug']}")
