@@ -191,6 +191,9 @@ pub struct SessionConfig {
     pub max_tool_calls: Option<u32>,
     /// `config.max_cost_usd`: each send's default cost budget in dollars.
     pub max_cost_usd: Option<f64>,
+    /// `config.traceparent`: the parent of each send's span (see
+    /// [`crate::telemetry`]).
+    pub traceparent: Option<String>,
     /// `config.hooks`, compiled (see [`crate::hooks`]); `None` without any.
     pub hooks: Option<Arc<crate::hooks::Hooks>>,
     /// `config.prices`, else `PIRN_PRICES` (see [`crate::model::cost`]).
@@ -331,6 +334,7 @@ impl SessionConfig {
             max_tool_calls: config.max_tool_calls,
             max_cost_usd: config.max_cost_usd,
             hooks,
+            traceparent: config.traceparent.clone(),
             prices,
             output_retries: config.output_retries.unwrap_or(DEFAULT_OUTPUT_RETRIES),
         })

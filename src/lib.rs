@@ -31,6 +31,7 @@ pub mod secret;
 pub mod session;
 pub mod sse;
 pub mod store;
+pub mod telemetry;
 pub mod terminal;
 pub mod tools;
 pub mod transcript;

@@ -350,6 +350,8 @@ fn block_on_and_exit(fut: impl std::future::Future<Output = i32>, log: Option<lo
     };
     let code = rt.block_on(fut);
     rt.shutdown_background();
+    // Queued spans get a short flush; an unreachable collector cannot hold the exit.
+    pirn::telemetry::shutdown(std::time::Duration::from_secs(2));
     if let Some(log) = log {
         log.finish();
     }
@@ -395,6 +397,7 @@ fn main() {
                 env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
                 max_cost_usd: args.max_budget_usd,
                 hooks: args.settings,
+                traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
                 prices: args.prices,
                 ..InitConfig::default()
             };
@@ -410,6 +413,7 @@ fn main() {
                 max_tool_calls: args.max_tool_calls,
                 max_cost_usd: None,
                 verify_command: None,
+                traceparent: None,
             };
             let cassette =
                 run::CassetteFlags { record: args.record, replay: args.replay, continue_last: args.continue_last };

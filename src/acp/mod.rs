@@ -227,7 +227,10 @@ pub async fn serve(options: AcpOptions) -> i32 {
                 let send_id = format!("acp-{}", a5.sends.fetch_add(1, Ordering::Relaxed) + 1);
                 let text = updates::prompt_text(&req.prompt);
                 s.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(send_id.clone(), responder);
-                if let Err(e) = s.session.send(send_id.clone(), text) {
+                let traceparent = req.meta.as_ref().and_then(|m| m.get("traceparent")).and_then(|v| v.as_str());
+                let options =
+                    crate::wire::SendOptions { traceparent: traceparent.map(str::to_owned), ..Default::default() };
+                if let Err(e) = s.session.send_with(send_id.clone(), text, &options) {
                     let responder = s.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&send_id);
                     if let Some(r) = responder {
                         let e = agent_client_protocol::Error::invalid_params().data(serde_json::json!(e.to_string()));

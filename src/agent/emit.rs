@@ -26,12 +26,31 @@ pub struct Emitter {
     correlation: Correlation,
     version: ProtocolVersion,
     outbox: Outbox,
+    /// The send's OpenTelemetry trace, when tracing is on: the parent of
+    /// the spans of its model and tool calls.
+    trace: Option<crate::telemetry::SendTrace>,
 }
 
 impl Emitter {
     /// An emitter for send `send_id`; every event carries `correlation`.
     pub fn new(send_id: Arc<str>, correlation: Correlation, version: ProtocolVersion, outbox: Outbox) -> Emitter {
-        Emitter { send_id, correlation, version, outbox }
+        Emitter { send_id, correlation, version, outbox, trace: None }
+    }
+
+    /// The emitter with the send's trace.
+    pub fn with_trace(mut self, trace: Option<crate::telemetry::SendTrace>) -> Emitter {
+        self.trace = trace;
+        self
+    }
+
+    /// The send's trace (`None` when tracing is off).
+    pub fn trace(&self) -> Option<&crate::telemetry::SendTrace> {
+        self.trace.as_ref()
+    }
+
+    /// Takes the send's trace to end it.
+    pub fn take_trace(&mut self) -> Option<crate::telemetry::SendTrace> {
+        self.trace.take()
     }
 
     /// Queues `event` for the writer (which numbers it). If the writer is

@@ -9,6 +9,7 @@ use super::budget::Meter;
 use super::emit::Emitter;
 use crate::config::SessionConfig;
 use crate::model::{Completion, ModelError, cost};
+use crate::telemetry::ChatSpan;
 use crate::wire::{ErrorEnvelope, Event};
 
 /// How a send ended (cancellation is decided by the caller).
@@ -37,8 +38,23 @@ pub(super) async fn call_model(
         let e = meter.exceeded();
         return Err(ModelError::BudgetSpent { message: e.message, details: e.details.unwrap_or_default() });
     }
+    let mut span = emit.trace().map_or_else(ChatSpan::none, |t| t.chat(&config.model, &config.endpoint.provider()));
+    let result = stream_call(config, body, emit, meter, &mut span).await;
+    span.end(result.as_ref());
+    result
+}
+
+/// The streaming part of [`call_model`].
+async fn stream_call(
+    config: &SessionConfig,
+    body: Bytes,
+    emit: &Emitter,
+    meter: &Meter,
+    span: &mut ChatSpan,
+) -> Result<Completion, ModelError> {
     let mut stream = config.endpoint.open(body, emit).await?;
     while let Some(text) = stream.next_text().await? {
+        span.first_token();
         emit.emit(Event::ContentDelta { text }).await;
     }
     let header = stream.header_cost;

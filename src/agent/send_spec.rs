@@ -27,6 +27,8 @@ pub struct SendSpec {
     /// Cancelled when the send is (the runner's token; a tool's process
     /// group is killed by it).
     pub cancel: CancellationToken,
+    /// The W3C `traceparent` of the send's span: its own, else the session's.
+    pub traceparent: Option<String>,
 }
 
 impl SendSpec {
@@ -42,6 +44,7 @@ impl SendSpec {
         )
         .with_cost_budget(options.max_cost_usd.or(config.max_cost_usd));
         let verify_command = options.verify_command.clone().filter(|c| !c.trim().is_empty());
-        Ok(SendSpec { output, meter: Arc::new(meter), verify_command, cancel: CancellationToken::new() })
+        let traceparent = options.traceparent.clone().or_else(|| config.traceparent.clone());
+        Ok(SendSpec { output, meter: Arc::new(meter), verify_command, cancel: CancellationToken::new(), traceparent })
     }
 }

@@ -19,6 +19,7 @@ use crate::config::SessionConfig;
 use crate::conversation::Conversation;
 use crate::hooks;
 use crate::model::ToolCall;
+use crate::telemetry::ToolSpan;
 use crate::tools::{self, ToolContext, ToolOutput};
 use crate::wire::{Decision, Event, ToolCallMade};
 
@@ -61,6 +62,7 @@ pub async fn run(
     };
     stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
     stats.begin_tool();
+    let span = cx.emit.trace().map_or_else(ToolSpan::none, |t| t.tool(&call.name, &call.id));
     let hook = match &parsed {
         Ok(args) => hooks::pre_tool_use(cx.config, cx.emit, &call.id, &call.name, args).await,
         Err(_) => hooks::Verdict::default(),
@@ -95,6 +97,11 @@ pub async fn run(
         },
     };
     let spent = stats.end_tool();
+    span.end(match (&hook.block, output.is_error) {
+        (Some(_), _) => "blocked",
+        (None, true) => "error",
+        (None, false) => "ok",
+    });
     let diff = match before {
         Some(b) => cx.tools.off_thread(move |t| b.after(t)).await,
         None => None,

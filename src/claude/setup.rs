@@ -39,6 +39,9 @@ pub struct Setup {
     pub hooks: Option<crate::wire::HooksConfig>,
     /// `--max-budget-usd`.
     pub max_cost_usd: Option<f64>,
+    /// `TRACEPARENT` of the environment: the W3C trace parent of every
+    /// turn's span (see [`crate::telemetry`]), as for `pirn run`.
+    pub traceparent: Option<String>,
 }
 
 impl Setup {
@@ -73,6 +76,7 @@ impl Setup {
                 ),
             },
             max_cost_usd: a.max_budget_usd,
+            traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
         })
     }
 
@@ -135,6 +139,7 @@ impl Setup {
             instruction_files: Some(self.instructions.0 || self.instructions.1),
             hooks: self.hooks.clone(),
             max_cost_usd: self.max_cost_usd,
+            traceparent: self.traceparent.clone(),
             ..InitConfig::default()
         }
     }

@@ -63,8 +63,16 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         let compact = matches!(job.kind, JobKind::Compact);
         journal.record(Body::Send { send_id: job.id.clone(), message: job.message.clone(), compact });
     }
-    let emitter =
-        Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), config.version, shared.outbox.clone());
+    let trace = crate::telemetry::SendTrace::start(
+        &config.session_id,
+        &job.id,
+        &config.model,
+        job.spec.traceparent.as_deref(),
+        &job.message,
+    );
+    let mut emitter =
+        Emitter::new(Arc::from(job.id.as_str()), config.correlation.clone(), config.version, shared.outbox.clone())
+            .with_trace(trace);
     job.spec.cancel = job.cancel.clone();
     let mut stats = SendStats::default();
     stats.meter = job.spec.meter.clone();
@@ -164,6 +172,9 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         calls_completed: stats.calls_completed,
         correlation: config.correlation.clone(),
     };
+    if let Some(trace) = emitter.take_trace() {
+        trace.end(&result);
+    }
     shared.out(OutgoingMessage::Result(Box::new(result))).await;
 }
 

@@ -204,6 +204,11 @@ pub struct InitConfig {
     /// --allow-hook-command` lists. Never read from the repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<HooksConfig>,
+    /// A W3C `traceparent` (`00-<trace id>-<span id>-<flags>`) that parents
+    /// the OpenTelemetry span of each send of the session (unless the send
+    /// names its own); see `crate::telemetry`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// The operator's price table in US dollars per million prompt, cached
     /// and completion tokens, for providers that send no cost of their own
     /// (default: `PIRN_PRICES`, `prompt=3,cached=0.3,completion=15`). No
@@ -398,12 +403,17 @@ pub struct SendOptions {
     /// This send's verification command (see `init.config.verify_command`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_command: Option<String>,
+    /// A W3C `traceparent` parenting this send's span (see
+    /// `init.config.traceparent`; over HTTP the `traceparent` header).
+    /// Accepted from 0.2.0 clients too: it changes nothing on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl SendOptions {
     /// True when no option is set (all a 0.2.0 session accepts).
     pub fn is_empty(&self) -> bool {
-        *self == SendOptions::default()
+        SendOptions { traceparent: None, ..self.clone() } == SendOptions::default()
     }
 }
 

@@ -27,6 +27,7 @@ mod instructions;
 mod interleavings;
 mod mcp;
 mod openapi;
+mod otel;
 mod persist;
 mod protocol;
 mod run_cmd;

@@ -44,10 +44,14 @@ pub async fn create_send(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Query(q): Query<SendQuery>,
+    headers: axum::http::HeaderMap,
     body: Body,
 ) -> Result<HttpResponse, ApiError> {
     let s = app.get(&id)?;
-    let body: SendBody = json_body(body).await?;
+    let mut body: SendBody = json_body(body).await?;
+    if let Some(tp) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+        body.options.traceparent.get_or_insert_with(|| tp.to_owned());
+    }
     let send_id = body.send_id.filter(|i| !i.is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let stream = q.stream.as_deref().is_some_and(|v| v == "1" || v == "true");
     // Subscribe before queueing so the stream misses nothing.
