@@ -6,6 +6,7 @@ mod worker;
 
 mod acp;
 mod approval;
+mod architecture;
 mod cancel;
 mod cassette;
 mod claude;

@@ -242,8 +242,8 @@ pub async fn until_gone(marker: &str) -> Vec<String> {
 
 /// A test counterpart that `scripts/test` provides through environment
 /// variable `var` (a database URL, a package directory): its value, or
-/// `None` with a note outside CI. In CI (`CI` set) a missing one fails the
-/// test instead of skipping it.
+/// `None` after [`skip`] says so outside CI. In CI (`CI` set) a missing one
+/// fails the test instead of skipping it.
 pub fn counterpart(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => Some(v),
@@ -252,8 +252,26 @@ pub fn counterpart(var: &str) -> Option<String> {
                 std::env::var_os("CI").is_none(),
                 "{var} is not set: in CI its tests must run (scripts/test sets it)"
             );
-            eprintln!("NOTE: {var} unset; the test that needs it is skipped (run scripts/test)");
+            skip(&format!("{var} unset (scripts/test sets it)"));
             None
         }
+    }
+}
+
+/// Says that the running test is skipped, and why, where a run shows it:
+/// `SKIPPED: <test>: <why>` written straight to the process's stderr
+/// (libtest captures `eprintln!`, not writes to the handle, so the line
+/// shows next to the test's `ok`), and appended to the file named by
+/// `PIRN_TEST_SKIPPED`, which `scripts/test` lists at the end. The caller
+/// then returns: libtest has no "skipped" outcome.
+pub fn skip(why: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let line = format!("SKIPPED: {}: {why}\n", thread.name().unwrap_or("a test"));
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(path) = std::env::var_os("PIRN_TEST_SKIPPED")
+        && let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path)
+    {
+        let _ = file.write_all(line.as_bytes());
     }
 }
