@@ -53,6 +53,14 @@ pub struct SendCx<'a> {
     pub last_text: String,
 }
 
+/// However the loop ends (an outcome, an error, or its future dropped on
+/// cancel), the send's statistics get the files it changed.
+impl Drop for SendCx<'_> {
+    fn drop(&mut self) {
+        self.stats.files_changed = self.facts.changed.keys().map(|p| self.tools.display(p)).collect();
+    }
+}
+
 impl<'a> SendCx<'a> {
     /// The context of a send of `request`.
     #[allow(clippy::too_many_arguments)]

@@ -27,6 +27,10 @@ pub struct SendStats {
     /// The send's budget meter (the runner's `SendSpec::meter`): what a
     /// compaction's model call cost is charged to it too.
     pub meter: std::sync::Arc<super::budget::Meter>,
+    /// The files the send's `write_file`/`edit_file` calls changed,
+    /// workspace-relative, in path order: the facts behind the result's
+    /// `files_changed` (filled when the send's loop ends, however it ends).
+    pub files_changed: Vec<String>,
     /// A Stop hook kept this send going (Claude Code's `stop_hook_active`,
     /// see [`crate::hooks::on_stop`]).
     pub stop_hook_active: bool,

@@ -169,6 +169,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         structured_output: stats.structured_output.take(),
         durable: None,
         session_cost_usd,
+        files_changed: Some(std::mem::take(&mut stats.files_changed)),
         calls_completed: stats.calls_completed,
         correlation: config.correlation.clone(),
     };

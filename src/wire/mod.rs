@@ -193,6 +193,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             r.structured_output = None;
             r.durable = None;
             r.session_cost_usd = None;
+            r.files_changed = None;
             if let Some(e) = &mut r.error {
                 e.code = heddle_code(e.code);
                 heddle_details(&mut e.details);

@@ -293,6 +293,13 @@ pub struct SendResult {
     /// the raw text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Value>,
+    /// 0.3.0: the files this send's `write_file`/`edit_file` calls changed
+    /// (workspace-relative paths, sorted; `[]` when none did), as the tools
+    /// reported them: a fact an orchestrator can check an `ok` against
+    /// (changes made by `bash` or MCP tools are not known to pirn and not
+    /// listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_changed: Option<Vec<String>>,
     /// 0.3.0: what the session's sends cost so far in US dollars, this one
     /// included; absent when the cost of any of their model calls is
     /// unknown (see [`Usage::cost_usd`]).
@@ -370,6 +377,7 @@ impl SendResult {
             structured_output: None,
             durable: None,
             session_cost_usd: None,
+            files_changed: None,
             calls_completed: 0,
             correlation,
         }

@@ -49,6 +49,7 @@ async fn questions_and_advice_end_ok_at_once_and_change_nothing() {
         assert_eq!(mock.requests().len(), 1, "{message}: no extra turn");
         assert!(!events.iter().any(|e| e["event"]["event"] == "tool_start"), "{message}: {events:?}");
         assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), files[1].1, "{message}");
+        assert_eq!(r["files_changed"], json!([]), "{message}: the result says nothing changed");
     }
 }
 
@@ -71,6 +72,7 @@ async fn a_rewrite_that_drops_a_function_is_held_back_once_then_lands_exactly() 
     assert!(held.starts_with("Error: not written (held back once)"), "{held}");
     assert!(held.contains("`old_helper`") && held.contains("return os.sep"), "it shows what goes: {held}");
     assert!(tool_result(&mock.requests()[3].body).starts_with("overwrote util.py"), "the same call again lands");
+    assert_eq!(r["files_changed"], json!(["util.py"]), "{r}");
 }
 
 #[tokio::test]
@@ -108,6 +110,7 @@ async fn a_held_back_write_never_confirmed_is_named_once_and_nothing_is_claimed(
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["response"], "I left vals.py as it was.");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("vals.py")).unwrap(), old, "nothing written");
+    assert_eq!(r["files_changed"], json!([]), "an ok that changed nothing says so: {r}");
     let told = last_message(&mock, 3);
     assert!(told.starts_with("[pirn] Not written: your write_file to vals.py was held back"), "{told}");
 }
