@@ -49,6 +49,10 @@ pub struct Turn {
     calls: Vec<Call>,
     denials: Vec<PermissionDenial>,
     next_call: u32,
+    /// The last model call's usage, not yet put on an assistant message:
+    /// the first message after it carries it, later ones zeros, so a
+    /// client summing messages counts each call once.
+    usage: Option<ClaudeUsage>,
 }
 
 impl Turn {
@@ -66,6 +70,7 @@ impl Turn {
             calls: Vec::new(),
             denials: Vec::new(),
             next_call: 0,
+            usage: None,
         }
     }
 
@@ -91,9 +96,11 @@ impl Turn {
         })
     }
 
-    fn assistant(&self, block: Block, stop: Option<&str>) -> Out {
+    fn assistant(&mut self, block: Block, stop: Option<&str>) -> Out {
+        let mut message = self.body(vec![block], stop);
+        message.usage = self.usage.take().unwrap_or_default();
         Out::Assistant(AssistantMsg {
-            message: self.body(vec![block], stop),
+            message,
             parent_tool_use_id: None,
             session_id: self.session_id.clone(),
             uuid: uuid(),
@@ -147,6 +154,7 @@ impl Turn {
                     uuid: uuid(),
                 }));
             }
+            Event::Usage(u) => self.usage = Some(ClaudeUsage::from(u)),
             Event::PermissionDenied { name, .. } => {
                 let last = self.calls.iter().rev().find(|c| c.name == *name);
                 let (id, input) = last.map(|c| (c.id.clone(), c.input.clone())).unwrap_or_default();
@@ -275,5 +283,22 @@ mod tests {
         assert_eq!(v[6]["message"]["content"][0], json!({"type": "text", "text": "Look"}));
         assert_eq!(v[7]["message"]["content"][0]["name"], "Read");
         assert_eq!(v[8]["message"]["content"][0]["tool_use_id"], "c1");
+    }
+
+    #[test]
+    fn a_model_calls_usage_goes_on_the_first_assistant_message_after_it_once() {
+        let mut t = Turn::new("s1", "m", false);
+        let usage =
+            crate::wire::Usage { prompt_tokens: 900, completion_tokens: 12, total_tokens: 912, ..Default::default() };
+        let start = |id: &str| Event::ToolStart { name: "glob".into(), args: json!({}), call_id: Some(id.into()) };
+        let mut lines = t.event(&Event::Usage(usage));
+        lines.extend(t.event(&start("c1")));
+        lines.extend(t.event(&start("c2")));
+        let v: Vec<Value> = lines.iter().map(|l| serde_json::to_value(l).unwrap()).collect();
+        assert_eq!(
+            (v[0]["message"]["usage"]["input_tokens"].as_u64(), v[0]["message"]["usage"]["output_tokens"].as_u64()),
+            (Some(900), Some(12))
+        );
+        assert_eq!(v[1]["message"]["usage"]["input_tokens"], 0, "counted once: {v:?}");
     }
 }
