@@ -155,6 +155,21 @@ fn otel_env(endpoint: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Posts a streamed send to session `id` on host `base` with the test's
+/// `traceparent` header; returns the SSE body after checking the 200.
+async fn traced_send(c: &reqwest::Client, base: &str, id: &str) -> String {
+    let resp = c
+        .post(format!("{base}/v1/sessions/{id}/sends?stream=1"))
+        .header("content-type", "application/json")
+        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+        .body(json!({"message": "hello"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.text().await.unwrap()
+}
+
 fn one<'a>(spans: &'a [Got], name: &str) -> &'a Got {
     spans.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name} span in {spans:?}"))
 }
@@ -208,17 +223,7 @@ async fn the_http_traceparent_header_parents_the_send_and_a_dead_collector_fails
     let d = daemon_with_env(&mock.base_url(), &[], &envs).await;
     let c = client();
     let id = new_session(&c, &d.base, json!({})).await;
-    let url = format!("{}/v1/sessions/{id}/sends?stream=1", d.base);
-    let resp = c
-        .post(url)
-        .header("content-type", "application/json")
-        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
-        .body(json!({"message": "hello"}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let _ = resp.text().await.unwrap();
+    traced_send(&c, &d.base, &id).await;
     let spans = collector.wait_for(2).await;
     let send = one(&spans, "invoke_agent pirn");
     assert_eq!((send.trace_id.as_str(), send.parent.as_str()), (TRACE, PARENT), "{send:?}");
@@ -251,16 +256,7 @@ async fn a_send_forwarded_between_group_hosts_keeps_its_traceparent() {
     let c = client();
     // The session lives on A; the send arrives at B, which forwards it.
     let id = new_session(&c, &a.base, json!({})).await;
-    let resp = c
-        .post(format!("{}/v1/sessions/{id}/sends?stream=1", b.base))
-        .header("content-type", "application/json")
-        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
-        .body(json!({"message": "hello"}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let text = resp.text().await.unwrap();
+    let text = traced_send(&c, &b.base, &id).await;
     assert!(text.contains("\"status\":\"ok\""), "{text}");
     let spans = collector.wait_for(2).await;
     let send = one(&spans, "invoke_agent pirn");
