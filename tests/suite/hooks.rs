@@ -155,3 +155,32 @@ async fn a_user_prompt_submit_block_refuses_the_send() {
     assert!(r["error"]["message"].as_str().unwrap().contains("secrets are refused"), "{r}");
     assert!(mock.requests().is_empty());
 }
+
+#[tokio::test]
+async fn over_http_only_the_hook_commands_the_daemon_allows_are_accepted() {
+    use super::http::{client, daemon_with_env, post};
+    let marker = tempfile::tempdir().unwrap();
+    let allowed = format!("touch {}/allowed", marker.path().display());
+    let sneaked = format!("touch {}/sneaked", marker.path().display());
+    let mock = MockServer::start(vec![Reply::text(&["hi"])]).await;
+    let d = daemon_with_env(&mock.base_url(), &["--allow-hook-command", &allowed], &[]).await;
+    let c = client();
+    let cfg = |command: &str| {
+        let mut cfg = json!({"model": "mock-model", "system_prompt": "s", "tools": []});
+        cfg["hooks"] = hooks("UserPromptSubmit", "", command, 10.0)["hooks"].clone();
+        cfg
+    };
+    // A command the daemon does not list: refused before any session exists.
+    let (status, body) = post(&c, &format!("{}/v1/sessions", d.base), cfg(&sneaked)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("--allow-hook-command"), "{body}");
+    // Listed, it runs at the send.
+    let (status, body) = post(&c, &format!("{}/v1/sessions", d.base), cfg(&allowed)).await;
+    assert_eq!(status, 201, "{body}");
+    let sid = body["session_id"].as_str().unwrap();
+    let (status, body) =
+        post(&c, &format!("{}/v1/sessions/{sid}/sends?stream=1", d.base), json!({"message": "go"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(marker.path().join("allowed").exists(), "the allowed hook ran");
+    assert!(!marker.path().join("sneaked").exists(), "the refused hook never ran");
+}
