@@ -23,7 +23,6 @@ pub mod wire;
 
 use std::collections::HashMap;
 
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 use args::{ArgsError, InputFormat, OutputFormat};
@@ -35,7 +34,7 @@ use wire::{In, Out, ResultMsg};
 use crate::config::Limits;
 use crate::environment::Environment;
 use crate::session::{Ending, OUTBOX_CAPACITY, Session};
-use crate::wire::{OutgoingMessage, PROTOCOL_VERSION, SendOptions};
+use crate::wire::{MAX_LINE_BYTES, OutgoingMessage, PROTOCOL_VERSION, SendOptions};
 
 /// The version of Claude Code's surface pirn implements, reported as
 /// `claude_code_version` (the SDKs compare it with their minimum, 2.0.0).
@@ -122,19 +121,35 @@ pub async fn main(argv: Vec<String>) -> i32 {
     surface.run(rx, args.input_format).await
 }
 
-/// Reads stdin's lines into `tx` until EOF.
+/// Reads stdin's lines into `tx` until EOF (or a read error). A line is
+/// bounded at [`MAX_LINE_BYTES`], as the JSONL worker bounds its requests:
+/// a longer one, or one that is not UTF-8, is discarded and reported as a
+/// bad line, and reading goes on.
 async fn read_stdin(tx: mpsc::Sender<Input>) {
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let input = match serde_json::from_str::<In>(&line) {
-            Ok(m) => Input::Line(Box::new(m)),
-            Err(e) => Input::Bad(format!("{e}: {}", line.chars().take(200).collect::<String>())),
-        };
-        if tx.send(input).await.is_err() {
-            return;
+    use tokio::io::AsyncReadExt;
+    use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
+    let mut stdin = tokio::io::stdin();
+    let mut codec = LinesCodec::new_with_max_length(MAX_LINE_BYTES);
+    let mut buf = bytes::BytesMut::with_capacity(64 * 1024);
+    let mut eof = false;
+    while !eof {
+        eof = matches!(stdin.read_buf(&mut buf).await, Ok(0) | Err(_));
+        loop {
+            let input = match if eof { codec.decode_eof(&mut buf) } else { codec.decode(&mut buf) } {
+                Ok(None) => break,
+                Ok(Some(line)) if line.trim().is_empty() => continue,
+                Ok(Some(line)) => match serde_json::from_str::<In>(&line) {
+                    Ok(m) => Input::Line(Box::new(m)),
+                    Err(e) => Input::Bad(format!("{e}: {}", line.chars().take(200).collect::<String>())),
+                },
+                Err(LinesCodecError::MaxLineLengthExceeded) => {
+                    Input::Bad(format!("a line longer than {MAX_LINE_BYTES} bytes; discarded"))
+                }
+                Err(LinesCodecError::Io(e)) => Input::Bad(format!("a line that is not valid UTF-8 ({e}); discarded")),
+            };
+            if tx.send(input).await.is_err() {
+                return;
+            }
         }
     }
 }

@@ -357,3 +357,34 @@ async fn settings_hooks_run_and_the_cost_budget_ends_the_run_as_claude_code_name
     assert_eq!(mock.requests().len(), 3, "no model call after the budget is spent");
     assert_eq!(out.status.code(), Some(3), "pirn run's exit code for a spent budget: {out:?}");
 }
+
+#[tokio::test]
+async fn a_stdin_line_over_10_mib_is_discarded_and_the_next_prompt_is_answered() {
+    use tokio::io::AsyncWriteExt;
+    let mock = MockServer::start(vec![Reply::text(&["still here"])]).await;
+    let ws = workspace(&[]);
+    let mut c = pirn_command(&mock.base_url(), &[]);
+    c.args(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .current_dir(ws.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let huge = format!("{{\"type\":\"user\",\"pad\":\"{}\"}}\n", "x".repeat(11 << 20));
+    let prompt = json!({"type": "user", "message": {"role": "user", "content": "hello"}}).to_string() + "\n";
+    let writer = tokio::spawn(async move {
+        stdin.write_all(huge.as_bytes()).await.unwrap();
+        stdin.write_all(prompt.as_bytes()).await.unwrap();
+    });
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.unwrap().unwrap();
+    writer.await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("longer than 10485760 bytes; discarded"), "{stderr}");
+    let result = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .unwrap_or_else(|| panic!("no result: {out:?}"));
+    assert_eq!(result["result"], "still here", "{result}");
+}
