@@ -329,7 +329,7 @@ impl Surface {
         let r = control::refused_result(&session_id, why);
         self.emit(&Out::Result(Box::new(r.clone())));
         self.last = Some(r);
-        self.last_code = crate::transport::run::EXIT_USAGE;
+        self.last_code = crate::transport::exit::EXIT_USAGE;
     }
 
     /// One message of the session's outbox.
@@ -355,7 +355,7 @@ impl Surface {
                     self.emit(line);
                 }
                 self.emit(&Out::Result(Box::new(result.clone())));
-                self.last_code = crate::transport::run::exit_code(&r);
+                self.last_code = crate::transport::exit::exit_code(&r);
                 self.last = Some(result);
             }
             _ => {}

@@ -6,36 +6,36 @@
 //! results reach the streams), every hub closed (streams end), and axum's
 //! graceful shutdown waits for the answers in flight.
 //!
-//! One file per concern: `routes` (the route table, [`ROUTES`], and the
-//! layers), [`guard`] (Host, Origin, content type, CORS, what an HTTP
-//! session may ask for), [`api`] (error bodies, body cap), [`auth`]
-//! (token), [`openapi`] (the generated document), [`sessions`], [`sends`],
-//! [`events`] (SSE), [`history`], [`ws`]; with [`mcp`] (pirn as an MCP
-//! server at `/mcp`), [`inbox`] (webhooks), [`webkit`] (agent-webkit 1.0
-//! under `/agent-webkit`); with `--advertise-url`, [`group`] and
-//! [`forward`] (any host of a group serves any session); with
-//! `--terminals`, [`shell`] (muti's shell WebSocket) and [`console`]
-//! (ACECode's console PTYs), whose routes otherwise answer 404. Every
-//! behaviour of a send lives in `session`/`agent`; each session's output
-//! goes through its [`Hub`]. Every body is a type of [`crate::wire::http`].
+//! Three groups, one directory each:
+//! - the native API, one file per concern: `routes` (the route table,
+//!   [`ROUTES`], and the layers), [`guard`] (Host, Origin, content type,
+//!   CORS, what an HTTP session may ask for), [`api`] (error bodies, body
+//!   cap), [`auth`] (token), [`openapi`] (the generated document),
+//!   [`sessions`], [`sends`], [`events`] (SSE), [`history`], [`ws`];
+//! - [`facades`]: other daemons' formats over the same sessions (agent-webkit,
+//!   MCP, stringd's inbox, muti's shell and ACECode's console);
+//! - [`routing`]: with `--advertise-url`, any host of a group serves any
+//!   session.
+//!
+//! Every behaviour of a send lives in `session`/`agent`; each session's
+//! output goes through its [`Hub`]. Every body is a type of
+//! [`crate::wire::http`].
 
 pub mod api;
 pub mod auth;
-pub mod console;
 pub mod events;
-pub mod forward;
-pub mod group;
+pub mod facades;
 pub mod guard;
 pub mod history;
-pub mod inbox;
-pub mod mcp;
 pub mod openapi;
 mod routes;
+pub mod routing;
 pub mod sends;
 pub mod sessions;
-pub mod shell;
-pub mod webkit;
 pub mod ws;
+
+pub use facades::{console, inbox, mcp, shell, webkit};
+pub use routing::{forward, group};
 
 use std::collections::HashMap;
 use std::future::IntoFuture;

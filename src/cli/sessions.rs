@@ -7,20 +7,25 @@
 
 use std::io::Write;
 
-use crate::conversation::Conversation;
-use crate::store::fold::fold;
-use crate::store::{Store, StoreError};
+use pirn::conversation::Conversation;
+use pirn::store::fold::fold;
+use pirn::store::{Store, StoreError};
 
-/// What to do.
-#[derive(Debug, Clone)]
+/// `pirn sessions` subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
 pub enum SessionsCommand {
-    /// One line per session, newest activity first (`--json`: a JSON array).
-    List { json: bool },
-    /// The conversation, one message per paragraph.
+    /// One line per session (id, last activity, live, model, title), newest
+    /// activity first.
+    List {
+        /// A JSON array instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The conversation of a session, one message per paragraph.
     Show { id: String },
-    /// The log as stored, one JSON entry per line.
+    /// The session's log as stored, one JSON entry per line.
     Export { id: String },
-    /// Deletes the log.
+    /// Delete the session's log.
     Rm { id: String },
 }
 

@@ -22,10 +22,10 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::App;
-use super::api::{ApiError, json_body};
 use crate::terminal::Terminals;
 use crate::terminal::console::{BACKEND, Console, ConsoleError};
+use crate::transport::http::App;
+use crate::transport::http::api::{ApiError, json_body};
 use crate::wire::http::ErrorBody;
 use crate::wire::http::console::{
     ConsoleControl, ConsoleInfo, ConsoleList, CreateConsole, DaemonHealth, Resize, Title,
@@ -38,7 +38,7 @@ pub const REPLAY_CHUNK: usize = 64 * 1024;
 /// The terminals, for a loopback peer only.
 fn local(app: &App, peer: SocketAddr) -> Result<Arc<Terminals>, ApiError> {
     let terminals = app.terminals()?;
-    if !super::is_loopback(peer) {
+    if !crate::transport::http::is_loopback(peer) {
         return Err(ApiError::new(StatusCode::FORBIDDEN, "FORBIDDEN", "console routes answer loopback peers only"));
     }
     Ok(terminals)

@@ -29,8 +29,8 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
-use super::App;
-use super::api::{ApiError, BodyError, json_body, read_limited};
+use crate::transport::http::App;
+use crate::transport::http::api::{ApiError, BodyError, json_body, read_limited};
 use crate::wire::http::ErrorBody;
 use crate::wire::http::inbox::{
     Deliver, InboxEvent, InboxList, InboxStatus, StreamPing, StreamReady, Webhook, WebhookAccepted, WebhookError,
@@ -332,7 +332,9 @@ pub async fn stream(
         let next = st.next().await?;
         Some((Ok::<_, Infallible>(next), st))
     });
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(super::KEEPALIVE).text("keepalive")).into_response())
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(crate::transport::http::KEEPALIVE).text("keepalive"))
+        .into_response())
 }
 
 /// The state of one `/v1/events/stream` subscriber.

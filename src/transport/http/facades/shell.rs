@@ -21,11 +21,11 @@ use axum::response::Response as HttpResponse;
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::App;
-use super::api::ApiError;
 use crate::terminal::process::{Event, Events, InputError, Output, Process};
 use crate::terminal::shell::{self as proto, Confinement, Frame};
 use crate::terminal::{ShellSlot, Terminals};
+use crate::transport::http::App;
+use crate::transport::http::api::ApiError;
 use crate::wire::http::ErrorBody;
 
 /// How long a client has to send META.
@@ -57,7 +57,7 @@ pub async fn shell(
     ws: WebSocketUpgrade,
 ) -> Result<HttpResponse, ApiError> {
     let terminals = app.terminals()?;
-    if !terminals.options.remote && !super::is_loopback(peer) {
+    if !terminals.options.remote && !crate::transport::http::is_loopback(peer) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "FORBIDDEN",

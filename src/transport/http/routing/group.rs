@@ -6,7 +6,7 @@
 //!   compact, permission answers, status, close, its WebSocket, webhook and
 //!   inbox; agent-webkit's stream, input and close) is served here when the
 //!   session is live here; forwarded to the owner when another host holds
-//!   a live lease on it ([`super::forward`]); and otherwise taken over: the
+//!   a live lease on it ([`crate::transport::http::forward`]); and otherwise taken over: the
 //!   session is resumed here from its log (a send that was running on the
 //!   old owner is reported interrupted, as any resume reports it), and the
 //!   request served. A request for a session whose owner does not answer
@@ -33,12 +33,12 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response as HttpResponse};
 
-use super::api::{ApiError, read_body};
-use super::forward::{FORWARDED, Unreachable, forward, forward_upgrade};
-use super::{App, sessions};
 use crate::store::StoreError;
 use crate::store::postgres::PgStore;
 use crate::store::postgres::lease::{Lease, Owner};
+use crate::transport::http::api::{ApiError, read_body};
+use crate::transport::http::forward::{FORWARDED, Unreachable, forward, forward_upgrade};
+use crate::transport::http::{App, sessions};
 use crate::transport::hub::mono_ms;
 use crate::wire::http::group::GroupStatus;
 
@@ -99,7 +99,7 @@ impl Group {
 /// The session a request acts on, when serving it needs the session live:
 /// `(id, may take it over)`. A close (`DELETE`) is forwarded to a live
 /// owner but never takes a session over.
-pub(super) fn session_of<'p>(method: &Method, path: &'p str) -> Option<(&'p str, bool)> {
+pub(in crate::transport::http) fn session_of<'p>(method: &Method, path: &'p str) -> Option<(&'p str, bool)> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let take = *method != Method::DELETE;
     match parts.as_slice() {
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn the_advertised_name_is_accepted_as_host() {
-        let name = |u: &str| super::super::advertised_host(u);
+        let name = |u: &str| crate::transport::http::advertised_host(u);
         assert_eq!(name("http://Pirn-A.internal:3923").as_deref(), Some("pirn-a.internal"));
         assert_eq!(name("http://[fd00::5]:3923/").as_deref(), Some("[fd00::5]"));
         assert_eq!(name("http://10.0.0.5").as_deref(), Some("10.0.0.5"));

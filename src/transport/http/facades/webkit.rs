@@ -3,7 +3,7 @@
 //! drive pirn unchanged (base URL `http://HOST:PORT/agent-webkit`).
 //!
 //! Owns: the translation both ways. Sessions are the daemon's own (opened
-//! with [`super::sessions::open_session`], their frames from the same
+//! with [`crate::transport::http::sessions::open_session`], their frames from the same
 //! [`Hub`](crate::transport::hub::Hub)), so a session started here is also
 //! visible at `/v1/sessions`.
 //!
@@ -35,10 +35,10 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::api::{ApiError, json_body};
-use super::{App, HttpSession, KEEPALIVE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
+use crate::transport::http::api::{ApiError, json_body};
+use crate::transport::http::{App, HttpSession, KEEPALIVE};
 use crate::transport::hub::{Frame, Live, ReplayError};
 use crate::wire::http::ErrorBody;
 use crate::wire::http::sessions::SessionCreated;
@@ -88,7 +88,7 @@ pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Sess
         permission_responses: Some(true),
         ..InitConfig::default()
     };
-    let s = super::sessions::open_session(&app, crate::wire::PROTOCOL_VERSION, config).await?;
+    let s = crate::transport::http::sessions::open_session(&app, crate::wire::PROTOCOL_VERSION, config).await?;
     let session_id = s.session.config().session_id.clone();
     Ok(Json(SessionCreated { session_id, protocol_version: PROTOCOL_VERSION.to_owned() }))
 }
@@ -102,7 +102,7 @@ pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Sess
         (status = 204, description = "closed"),
         (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
-    match super::sessions::close_session(&app, &id).await {
+    match crate::transport::http::sessions::close_session(&app, &id).await {
         Some(_) => Ok(StatusCode::NO_CONTENT),
         None => Err(ApiError::not_found(format!("no session {id:?}"))),
     }
