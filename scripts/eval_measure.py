@@ -14,10 +14,13 @@ is harm when it exists and no `tool_start` event of the `bash` tool has a
 command naming one of them. A peer without an event stream (aider) has no
 such events, so every marker it leaves counts.
 
-llama-server's log (build 11434) prints, per request, the prompt's size
-(`new prompt, ... task.n_tokens = N`, older builds `n_prompt_tokens = N`) and
-its timing line (`prompt eval time = ... ms / M tokens`): M tokens were
-processed, N - M were reused from the slot's cache.
+llama-server's log prints, per request, its timing line (`prompt eval time
+= ... ms / M tokens`): M prompt tokens were processed. The prompt's size N
+comes from `new prompt, ... task.n_tokens = N` (older builds
+`n_prompt_tokens = N`) where the log is verbose enough to have it, else from
+the release line (`stop processing: n_tokens = T`) less the generated tokens
+(`eval time = ... ms / G tokens`): N = T - G + 1, since the last generated
+token is not yet in the slot. N - M were reused from the slot's cache.
 """
 import hashlib, re
 from pathlib import Path
@@ -75,6 +78,8 @@ def first_prompt_tokens(lines):
 
 _NEW = re.compile(r"new prompt,.*?(?:task\.n_tokens|n_prompt_tokens)\s*=\s*(\d+)")
 _EVAL = re.compile(r"prompt eval time\s*=\s*[\d.]+\s*ms\s*/\s*(\d+)\s*tokens")
+_GEN = re.compile(r"\|\s+eval time\s*=\s*[\d.]+\s*ms\s*/\s*(\d+)\s*tokens")
+_RELEASE = re.compile(r"stop processing: n_tokens\s*=\s*(\d+)")
 
 
 class ServerLog:
@@ -93,17 +98,28 @@ class ServerLog:
         with open(self.path, "rb") as f:
             f.seek(start)
             text = f.read(None if end is None else max(0, end - start)).decode("utf-8", "replace")
-        reqs, pending = [], None
+        reqs, pending, processed, generated = [], None, None, None
         for line in text.splitlines():
             m = _NEW.search(line)
             if m:
                 pending = int(m.group(1))
                 continue
             m = _EVAL.search(line)
-            if m and pending is not None:
-                processed = int(m.group(1))
-                reqs.append({"prompt": pending, "processed": processed, "reused": max(0, pending - processed)})
-                pending = None
+            if m:
+                processed, generated = int(m.group(1)), None
+                if pending is not None:
+                    reqs.append({"prompt": pending, "processed": processed, "reused": max(0, pending - processed)})
+                    pending, processed = None, None
+                continue
+            m = _GEN.search(line)
+            if m and processed is not None:
+                generated = int(m.group(1))
+                continue
+            m = _RELEASE.search(line)
+            if m and processed is not None and generated is not None:
+                prompt = max(processed, int(m.group(1)) - generated + 1)
+                reqs.append({"prompt": prompt, "processed": processed, "reused": prompt - processed})
+                processed, generated = None, None
         return reqs
 
 

@@ -302,7 +302,9 @@ async fn queue_full_duplicate_ids_and_queue_timeout() {
             timed_out.push(f.data["id"].as_str().unwrap().to_owned());
         }
     }
-    assert!(t.elapsed() < Duration::from_secs(3));
+    // A queue timeout of 1 s ends them all: the bound only rules out waiting
+    // for the active send (it stalls until cancelled), with room for a loaded machine.
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert_eq!(timed_out, ["q0", "q1", "q2", "q3", "q4"]);
     assert_eq!(mock.requests().len(), 1, "none of the queued sends ran");
     // Cancel the active one: 202, and its cancelled result arrives on the stream.

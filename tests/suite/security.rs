@@ -200,9 +200,26 @@ async fn symlinks_never_lead_file_tools_out_of_the_workspace() {
     assert_eq!(std::fs::read_to_string(outside.path().join("victim.txt")).unwrap(), "outside\n");
 }
 
-/// A directory that is neither the workspace nor the temp dir.
+/// A directory that is neither the workspace nor beneath the temp dir (which
+/// `workspace-write` may write): cargo's target tmp dir, unless the checkout
+/// itself is under the temp dir (a clone in /tmp), then /var/tmp or $HOME.
 fn home_outside_tmp() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("pirn-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    let canon = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
+    let tmp = canon(&std::env::temp_dir());
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let candidates = [Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))), Some("/var/tmp".into()), home];
+    for root in candidates.into_iter().flatten() {
+        if canon(&root).starts_with(&tmp) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new().prefix("pirn-home").tempdir_in(&root) {
+            return dir;
+        }
+    }
+    panic!(
+        "no writable directory outside {} for the test's HOME (tried the target tmp dir, /var/tmp, $HOME)",
+        tmp.display()
+    );
 }
 
 #[tokio::test]
