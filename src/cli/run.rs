@@ -9,7 +9,7 @@ use clap::ValueEnum;
 use pirn::config::{DEFAULT_SYSTEM_PROMPT, Limits};
 use pirn::environment::Environment;
 use pirn::logging::LogGuard;
-use pirn::session::{Ending, OpenError, SendRejected, Session};
+use pirn::session::{Ending, SendRejected, Session};
 use pirn::transport::exit::{EXIT_OTHER, EXIT_USAGE, exit_code};
 use pirn::transport::signal::shutdown_signal;
 use pirn::transport::stdio::with_store;
@@ -183,10 +183,6 @@ async fn run(config: InitConfig, prompt: String, options: SendOptions, format: F
     let opened = Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), w.outbox.clone()).await;
     let session = match opened {
         Ok(s) => s,
-        Err(OpenError::Config(e)) => {
-            eprintln!("pirn run: {e}");
-            return EXIT_USAGE;
-        }
         Err(e) => {
             eprintln!("pirn run: {e}");
             return EXIT_USAGE;
