@@ -126,26 +126,22 @@ pub async fn main(argv: Vec<String>) -> i32 {
 /// a longer one, or one that is not UTF-8, is discarded and reported as a
 /// bad line, and reading goes on.
 async fn read_stdin(tx: mpsc::Sender<Input>) {
+    use crate::transport::lines::{Frame, LineFramer};
     use tokio::io::AsyncReadExt;
-    use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
     let mut stdin = tokio::io::stdin();
-    let mut codec = LinesCodec::new_with_max_length(MAX_LINE_BYTES);
-    let mut buf = bytes::BytesMut::with_capacity(64 * 1024);
+    let mut framer = LineFramer::default();
     let mut eof = false;
     while !eof {
-        eof = matches!(stdin.read_buf(&mut buf).await, Ok(0) | Err(_));
-        loop {
-            let input = match if eof { codec.decode_eof(&mut buf) } else { codec.decode(&mut buf) } {
-                Ok(None) => break,
-                Ok(Some(line)) if line.trim().is_empty() => continue,
-                Ok(Some(line)) => match serde_json::from_str::<In>(&line) {
+        eof = matches!(stdin.read_buf(framer.buffer()).await, Ok(0) | Err(_));
+        while let Some(frame) = framer.next_frame(eof) {
+            let input = match frame {
+                Frame::Line(line) if line.trim().is_empty() => continue,
+                Frame::Line(line) => match serde_json::from_str::<In>(&line) {
                     Ok(m) => Input::Line(Box::new(m)),
                     Err(e) => Input::Bad(format!("{e}: {}", line.chars().take(200).collect::<String>())),
                 },
-                Err(LinesCodecError::MaxLineLengthExceeded) => {
-                    Input::Bad(format!("a line longer than {MAX_LINE_BYTES} bytes; discarded"))
-                }
-                Err(LinesCodecError::Io(e)) => Input::Bad(format!("a line that is not valid UTF-8 ({e}); discarded")),
+                Frame::TooLong => Input::Bad(format!("a line longer than {MAX_LINE_BYTES} bytes; discarded")),
+                Frame::NotUtf8(e) => Input::Bad(format!("a line that is not valid UTF-8 ({e}); discarded")),
             };
             if tx.send(input).await.is_err() {
                 return;

@@ -9,15 +9,14 @@
 //!
 //! A thin front-end: all behaviour of sends lives in `session` and `agent`.
 
-use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Limits;
 use crate::environment::Environment;
 use crate::session::{Ending, OpenError, Outbox, Session};
 use crate::store::Store;
+use crate::transport::lines::{Frame, LineFramer};
 use crate::transport::pipe_writer::PipeWriter;
 use crate::transport::signal::{ShutdownSignal, shutdown_signal};
 use crate::transport::tap::JournalSlot;
@@ -146,24 +145,21 @@ struct Worker {
 
 impl Worker {
     async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut input: R, stdout_closed: &CancellationToken) -> End {
-        let mut codec = LinesCodec::new_with_max_length(MAX_LINE_BYTES);
-        let mut buf = BytesMut::with_capacity(64 * 1024);
+        let mut framer = LineFramer::default();
         let mut eof = false;
         loop {
-            loop {
-                let item = if eof { codec.decode_eof(&mut buf) } else { codec.decode(&mut buf) };
-                match item {
-                    Ok(Some(line)) => {
+            while let Some(frame) = framer.next_frame(eof) {
+                match frame {
+                    Frame::Line(line) => {
                         if let Some(end) = self.handle_line(line.as_bytes()).await {
                             return end;
                         }
                     }
-                    Ok(None) => break,
-                    Err(LinesCodecError::MaxLineLengthExceeded) => {
+                    Frame::TooLong => {
                         let message = format!("request line longer than {MAX_LINE_BYTES} bytes; discarded");
                         self.protocol_error(UNKNOWN_ID.to_owned(), message).await;
                     }
-                    Err(LinesCodecError::Io(e)) => {
+                    Frame::NotUtf8(e) => {
                         self.protocol_error(UNKNOWN_ID.to_owned(), format!("request line is not valid UTF-8 ({e})"))
                             .await;
                     }
@@ -173,9 +169,8 @@ impl Worker {
                 // A `shutdown` already read still gets its `shutdown_ok`.
                 return self.shutting_down.take().map_or(End::Eof, End::Shutdown);
             }
-            buf.reserve(64 * 1024);
             tokio::select! {
-                n = input.read_buf(&mut buf) => match n {
+                n = input.read_buf(framer.buffer()) => match n {
                     Ok(0) | Err(_) => eof = true,
                     Ok(_) => {}
                 },
