@@ -2,7 +2,8 @@
 //! [`Completion`] at the end.
 //!
 //! Owns: the per-chunk idle timeout, the end-of-stream rules (`[DONE]`, a
-//! finish reason, or a body that ends early), and where the events come from: the HTTP body (each event also written to
+//! finish reason, a body that ends early, or an answer that repeats a tool
+//! calls it already made: [`cut_at`]), and where the events come from: the HTTP body (each event also written to
 //! the cassette's [`Tape`] when recording) or a [`ReplayBody`].
 
 use std::borrow::Cow;
@@ -88,8 +89,22 @@ impl ChatStream {
             }
             match next_step(&mut self.source, self.idle, &mut self.streamed).await? {
                 Step::Data(data) => {
-                    if let Some(text) = apply_event(&mut self.acc, &data, &mut self.done)? {
-                        return Ok(Some(text));
+                    let text = apply_event(&mut self.acc, &data, &mut self.done)?;
+                    if let Some(at) = cut_at(&self.acc.tool_calls) {
+                        // A small model caught in a loop writes the same calls
+                        // over and over until max_tokens; the repeats would
+                        // only be answered with the same results. The rest of
+                        // the answer is not read (dropping the stream closes
+                        // the request, and the server stops generating). The
+                        // repeats read are kept: the turn drops them and tells
+                        // the model ([`crate::agent::batch`]).
+                        tracing::info!(at, "the answer keeps repeating tool calls it already made: ended there");
+                        self.acc.tool_calls.truncate(at + 1);
+                        self.acc.finish_reason = Some("tool_calls".to_owned());
+                        self.done = true;
+                    }
+                    if text.is_some() {
+                        return Ok(text);
                     }
                 }
                 Step::Last(data) => {
@@ -165,6 +180,32 @@ async fn next_step<'a>(source: &'a mut Source, idle: Duration, streamed: &mut bo
     }
 }
 
+/// Tool calls an answer may repeat (each the same as one it already made)
+/// before the rest of it is not read. A model that repeats a call once or
+/// twice and then asks for something new still gets the new call run.
+pub const REPEATS_READ: usize = 4;
+
+/// The index of the tool call in `calls` that makes [`REPEATS_READ`]
+/// repeats: calls the same as an earlier one of the same answer (same
+/// name, the same arguments text, and that text a complete JSON value, so
+/// neither call can still grow).
+fn cut_at(calls: &[super::ToolCall]) -> Option<usize> {
+    let complete = |c: &super::ToolCall| serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok();
+    let mut repeats = 0;
+    for (i, c) in calls.iter().enumerate().skip(1) {
+        if !c.name.is_empty()
+            && calls[..i].iter().any(|e| e.name == c.name && e.arguments == c.arguments)
+            && complete(c)
+        {
+            repeats += 1;
+            if repeats == REPEATS_READ {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
 impl ChatStream {
     /// The assembled answer. Tool calls without an id get `call_<index>`;
     /// empty slots (no name, no arguments) are dropped.
@@ -177,5 +218,36 @@ impl ChatStream {
         }
         c.tool_calls.retain(|call| !call.name.is_empty() || !call.arguments.is_empty());
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_at;
+    use crate::model::ToolCall;
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall { id: String::new(), name: name.into(), arguments: arguments.into() }
+    }
+
+    #[test]
+    fn an_answer_is_read_up_to_its_fourth_repeated_call() {
+        let read = call("read_file", r#"{"file_path":"a.py"}"#);
+        let grep = call("grep", r#"{"pattern":"f"}"#);
+        // A repeat or two, then something new: all read.
+        assert_eq!(cut_at(&[read.clone(), read.clone(), grep.clone(), grep.clone()]), None);
+        let looping: Vec<ToolCall> = [&read, &grep].iter().cycle().take(9).map(|c| (*c).clone()).collect();
+        assert_eq!(cut_at(&looping), Some(5), "repeats at 2, 3, 4 and 5");
+        // Same arguments, another tool: no repeat.
+        let other = call("glob", &read.arguments);
+        assert_eq!(
+            cut_at(&[read.clone(), other.clone(), other.clone(), other.clone(), other.clone(), other.clone()]),
+            Some(5)
+        );
+        assert_eq!(cut_at(&[read.clone(), other.clone(), call("grep", &read.arguments), other.clone()]), None);
+        // Still streaming: a prefix is not a repeat, even of a call it will equal.
+        let mut growing = vec![read.clone(); 4];
+        growing.push(call("read_file", r#"{"file_path":"a.py""#));
+        assert_eq!(cut_at(&growing), None);
     }
 }
