@@ -14,11 +14,13 @@
 //! tools, through `agent`.
 
 mod end;
+mod open;
 mod persist;
 pub mod queue;
 mod runner;
 
 pub use end::Ending;
+pub use open::{OpenError, ResumeError};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,43 +33,14 @@ use crate::agent::budget::Meter;
 use crate::agent::emit::send_shaped;
 pub use crate::agent::{OUTBOX_CAPACITY, Outbox};
 use crate::approval::{AnswerError, PermissionBroker};
-use crate::config::{ConfigError, Limits, SessionConfig};
-use crate::conversation::Conversation;
-use crate::environment::Environment;
-use crate::mcp::client::McpTools;
+use crate::config::SessionConfig;
 use crate::store::Journal;
 use crate::wire::{
-    self, Decision, ErrorCode, ErrorEnvelope, InitConfig, OutgoingMessage, ProtocolVersion, Request, SendOptions,
-    SendResult, StatusOk, StopReason, VersionError,
+    self, Decision, ErrorCode, ErrorEnvelope, OutgoingMessage, ProtocolVersion, Request, SendOptions, SendResult,
+    StatusOk, StopReason,
 };
 pub use queue::SendRejected;
 use queue::{Job, JobKind, Queue};
-
-/// Why a session could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// The client asked for a protocol version this build cannot serve.
-    #[error(transparent)]
-    Version(#[from] VersionError),
-    /// `init.config` is unusable.
-    #[error("invalid init: {0}")]
-    Config(#[from] ConfigError),
-    /// `resume_session_id` names a session that cannot be resumed.
-    #[error("cannot resume session {id:?}: {reason}")]
-    Resume { id: String, reason: ResumeError },
-}
-
-/// Why a stored session cannot be resumed.
-#[derive(Debug, thiserror::Error)]
-pub enum ResumeError {
-    #[error("persistence is off (PIRN_PERSIST=0 or config.persist false)")]
-    PersistenceOff,
-    #[error("its log has no meta entry")]
-    NoMeta,
-    /// Not stored, held by another process, or the store failed.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-}
 
 struct Shared {
     config: Arc<SessionConfig>,
@@ -169,73 +142,6 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens a session the way `init` asks: negotiates the protocol version
-    /// ([`wire::negotiate`]; none named means 0.2.0), validates `config`
-    /// against `env`, opens its log in `env.store` (a new one, or the stored
-    /// session `config.resume_session_id` names, see [`persist`]), and
-    /// starts the runner on the current tokio runtime. The one way every
-    /// transport opens a session.
-    pub async fn open(
-        protocol_version: Option<&str>,
-        config: &InitConfig,
-        env: &Environment,
-        limits: Limits,
-        outbox: Outbox,
-    ) -> Result<Session, OpenError> {
-        Session::open_with_files(protocol_version, config, env, limits, outbox, None).await
-    }
-
-    /// [`Session::open`] for a transport whose client offers its own file
-    /// system (`files`, see `tools::client_files`): file tools read and
-    /// write text through it.
-    pub async fn open_with_files(
-        protocol_version: Option<&str>,
-        config: &InitConfig,
-        env: &Environment,
-        limits: Limits,
-        outbox: Outbox,
-        files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
-    ) -> Result<Session, OpenError> {
-        let version = wire::negotiate(protocol_version)?;
-        let init = config;
-        let mut config = SessionConfig::new(init, env, limits, version)?;
-        config.client_files = files;
-        if let Some(servers) = init.mcp_servers.as_ref().filter(|s| !s.is_empty()) {
-            let plan = config.policy.mode == crate::wire::ApprovalMode::Plan;
-            let children = (&*config.sandbox, &config.env_passthrough[..]);
-            let started = McpTools::start(servers, &config.mcp_patterns, &config.workspace, plan, children).await;
-            config.mcp = Some(Arc::new(started.map_err(ConfigError::from)?));
-        }
-        let messages = Arc::new(AtomicU64::new(0));
-        let opened = persist::open_log(&mut config, init, env, messages.clone()).await?;
-        let shared = Arc::new(Shared {
-            config: Arc::new(config),
-            outbox,
-            queue: Mutex::default(),
-            wake: Notify::new(),
-            messages,
-            permissions: PermissionBroker::default(),
-            journal: opened.journal,
-            interrupted: opened.interrupted,
-            overrides: Mutex::default(),
-            meter: Mutex::default(),
-            cost: Mutex::default(),
-        });
-        Ok(Session::start(shared, opened.conv))
-    }
-
-    /// Starts the session's runner task on the current tokio runtime.
-    fn start(shared: Arc<Shared>, conv: Conversation) -> Session {
-        let stopped = CancellationToken::new();
-        let guard = stopped.clone().drop_guard();
-        let runner = runner::run_queue(shared.clone(), conv);
-        tokio::spawn(async move {
-            let _guard = guard;
-            runner.await;
-        });
-        Session { shared, stopped }
-    }
-
     /// The validated configuration.
     pub fn config(&self) -> &SessionConfig {
         &self.shared.config

@@ -16,6 +16,7 @@
 pub mod bash;
 pub mod client_files;
 pub mod confine;
+mod context;
 pub mod edit_file;
 pub mod edit_many;
 pub mod edit_match;
@@ -29,11 +30,11 @@ pub mod supervisor;
 pub mod syntax;
 pub mod write_file;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+pub use context::ToolContext;
 use serde::de::DeserializeOwned;
 pub use spec::{schema_of, specs};
-use tokio_util::sync::CancellationToken;
 
 /// Every tool pirn knows, in the order they are advertised.
 pub const ALL_TOOLS: [&str; 6] = ["read_file", "write_file", "edit_file", "glob", "grep", "bash"];
@@ -154,176 +155,6 @@ pub(crate) fn failed(message: impl Into<String>) -> Result<String, ToolError> {
     Err(ToolError::Failed(message.into()))
 }
 
-/// What every tool call may use.
-#[derive(Debug, Clone)]
-pub struct ToolContext {
-    /// Canonical workspace root: file tools stay under it.
-    pub workspace: PathBuf,
-    /// Canonical extra roots the file tools may reach.
-    pub allowed_paths: Vec<PathBuf>,
-    /// Cancelled when the send is cancelled; long tools poll it.
-    pub cancel: CancellationToken,
-    /// Most bytes of one result ([`MAX_RESULT_BYTES`], less on a small
-    /// context window).
-    pub result_cap: usize,
-    /// Files read with `read_file` in this session. When set, `write_file`
-    /// refuses to overwrite an existing file that was not read first (a
-    /// model that never saw a file must not replace it blindly).
-    pub read_files: Option<std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>>,
-    /// Files whose rewrite `write_file` already held back once in this send
-    /// (see `write_file::MOSTLY_DROPPED`).
-    pub warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
-    /// The sandbox `bash` runs under (see [`crate::sandbox`]).
-    pub sandbox: std::sync::Arc<crate::sandbox::Sandbox>,
-    /// Names of pirn's environment variables that `bash` also gets, beyond
-    /// [`crate::sandbox::BASE_ENV`].
-    pub env_passthrough: std::sync::Arc<[String]>,
-    /// Files `write_file` or `edit_file` changed in this send, each with
-    /// whether it parsed before the first change (see [`ToolContext::broken`]).
-    pub written: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>>,
-    /// The client's file system, when the transport's client offers one
-    /// (see [`client_files`]); file tools read and write text through it.
-    pub client_files: Option<std::sync::Arc<dyn client_files::ClientFiles>>,
-}
-
-impl ToolContext {
-    /// A context with the default result cap ([`MAX_RESULT_BYTES`]), the
-    /// default `workspace-write` sandbox and no extra environment.
-    pub fn new(workspace: PathBuf, allowed_paths: Vec<PathBuf>, cancel: CancellationToken) -> ToolContext {
-        let sandbox =
-            crate::sandbox::Sandbox::new(crate::sandbox::SandboxMode::WorkspaceWrite, true, &workspace, &allowed_paths);
-        ToolContext {
-            sandbox: std::sync::Arc::new(sandbox),
-            env_passthrough: std::sync::Arc::from(Vec::new()),
-            workspace,
-            allowed_paths,
-            cancel,
-            result_cap: MAX_RESULT_BYTES,
-            read_files: None,
-            warned: Default::default(),
-            written: Default::default(),
-            client_files: None,
-        }
-    }
-
-    /// `target`'s text, at most `max` bytes ([`client_files::read_text`]).
-    pub fn read_text(&self, target: &confine::Confined, max: u64) -> std::io::Result<String> {
-        client_files::read_text(self.client_files.as_deref(), target, max)
-    }
-
-    /// Writes `text` to `target` ([`client_files::write_text`]).
-    pub fn write_text(&self, target: &confine::Confined, text: &str) -> std::io::Result<()> {
-        client_files::write_text(self.client_files.as_deref(), target, text)
-    }
-
-    /// Records that `path` is about to change; `before` is its text (none
-    /// for a new file). Only the first change of a send is kept.
-    pub fn note_write(&self, path: &Path, before: Option<&str>) {
-        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
-        if !written.contains_key(path) {
-            let parsed = before.is_none_or(|text| syntax::problem(path, text).is_none());
-            written.insert(path.to_path_buf(), parsed);
-        }
-    }
-
-    /// The files this send changed that parsed before and do not now
-    /// (the kinds [`syntax::problem`] knows): `(path as shown, what
-    /// the parser says)`.
-    pub fn broken(&self) -> Vec<(String, String)> {
-        let written: Vec<PathBuf> = {
-            let w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            w.iter().filter(|(_, parsed)| **parsed).map(|(p, _)| p.clone()).collect()
-        };
-        let mut out: Vec<(String, String)> = written
-            .iter()
-            .filter_map(|p| {
-                let shown = self.display(p);
-                let target = self.resolve(&p.to_string_lossy()).ok()?;
-                let text = self.read_text(&target, read_file::MAX_FILE_BYTES).ok()?;
-                syntax::problem(p, &text).map(|problem| (shown, problem))
-            })
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// Records that `path` was read (see [`ToolContext::read_files`]).
-    pub fn mark_read(&self, path: &Path) {
-        if let Some(set) = &self.read_files {
-            set.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf());
-        }
-    }
-
-    /// True the first time it is asked about `path` (see [`ToolContext::warned`]).
-    pub fn warn_once(&self, path: &Path) -> bool {
-        self.warned.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf())
-    }
-
-    /// False when overwriting `path` needs a `read_file` first.
-    pub fn may_overwrite(&self, path: &Path) -> bool {
-        match &self.read_files {
-            Some(set) => !path.is_file() || set.lock().unwrap_or_else(|p| p.into_inner()).contains(path),
-            None => true,
-        }
-    }
-
-    /// For a path that does not exist: what its nearest existing directory
-    /// holds (at most 20 names), so the model can pick a real path.
-    pub fn nearby(&self, path: &Path) -> String {
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if d.is_dir() && (d.starts_with(&self.workspace) || self.is_allowed(d)) {
-                let mut names: Vec<String> = std::fs::read_dir(d)
-                    .map(|rd| {
-                        rd.filter_map(|e| e.ok())
-                            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                            .map(|e| {
-                                let name = e.file_name().to_string_lossy().into_owned();
-                                if e.path().is_dir() { format!("{name}/") } else { name }
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                names.sort();
-                let more = names.len().saturating_sub(20);
-                names.truncate(20);
-                let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
-                let shown = self.display(d);
-                return if names.is_empty() {
-                    format!("{shown} is empty")
-                } else {
-                    format!("{shown} contains: {}{tail}", names.join(", "))
-                };
-            }
-            dir = d.parent();
-        }
-        String::new()
-    }
-
-    /// Resolves a model-given path beneath the workspace or an allowed
-    /// path, by the OS (see [`confine`]): every existing component is
-    /// looked up with symlinks followed only while they stay inside.
-    ///
-    /// Errors (for the model): empty path, a path that leaves the
-    /// workspace (with the location named), a dangling link.
-    pub fn resolve(&self, raw: &str) -> Result<confine::Confined, PathError> {
-        confine::resolve(raw, &self.workspace, &self.allowed_paths)
-    }
-
-    fn is_allowed(&self, p: &Path) -> bool {
-        p.starts_with(&self.workspace) || self.allowed_paths.iter().any(|a| p.starts_with(a))
-    }
-
-    /// The path as shown to the model: relative to the workspace when inside.
-    pub fn display(&self, p: &Path) -> String {
-        match p.strip_prefix(&self.workspace) {
-            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
-            Ok(rel) => rel.display().to_string(),
-            Err(_) => p.display().to_string(),
-        }
-    }
-}
-
 /// Runs tool `name` with raw JSON `arguments`. Never panics on input: unknown
 /// or disabled tools, arguments that are not JSON or miss fields all come
 /// back as error outputs for the model. The text is capped at
@@ -431,6 +262,10 @@ pub(crate) fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use tokio_util::sync::CancellationToken;
+
     use super::*;
 
     fn ctx(dir: &Path) -> ToolContext {

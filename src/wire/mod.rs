@@ -20,6 +20,7 @@ pub mod claude_names;
 pub mod http;
 mod outgoing;
 mod request;
+mod result;
 
 use std::sync::Arc;
 
@@ -27,6 +28,7 @@ use serde_json::Value;
 
 pub use outgoing::*;
 pub use request::*;
+pub use result::*;
 
 /// The protocol version this build speaks: the content of `PROTOCOL_VERSION`.
 pub const PROTOCOL_VERSION: &str = include_str!("../../PROTOCOL_VERSION").trim_ascii();

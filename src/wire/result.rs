@@ -1,0 +1,149 @@
+//! The `result` line: the one final answer to a send (or to a bad request
+//! line), with its status, usage, latencies, why it stopped, the
+//! operator's check, and the files the send changed.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Correlation, ErrorCode, ErrorEnvelope, Usage};
+
+/// `result`: the one final answer to a send (or to a bad request line).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct SendResult {
+    /// The send's id (or the bad request's id, or `"unknown"`).
+    pub id: String,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    pub tool_calls_made: Vec<ToolCallMade>,
+    /// Sum over every model call of the send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Number of model calls.
+    pub iterations: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorEnvelope>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_latency_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_latency_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_latency_ms: Option<u64>,
+    /// 0.3.0: why the send ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+    /// 0.3.0: the last run of the send's verification command, when one
+    /// ran (the operator's `config.verify_command` or the send's `verify_command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+    /// 0.3.0: the final answer parsed as JSON, present when the send had an
+    /// `output_schema` and the answer is valid against it (`response` keeps
+    /// the raw text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Value>,
+    /// 0.3.0: the files this send's `write_file`/`edit_file` calls changed
+    /// (workspace-relative paths, sorted; `[]` when none did), as the tools
+    /// reported them: a fact an orchestrator can check an `ok` against
+    /// (changes made by `bash` or MCP tools are not known to pirn and not
+    /// listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_changed: Option<Vec<String>>,
+    /// 0.3.0: what the session's sends cost so far in US dollars, this one
+    /// included; absent when the cost of any of their model calls is
+    /// unknown (see [`Usage::cost_usd`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_cost_usd: Option<f64>,
+    /// 0.3.0: `false` when the session is logged and the log could not
+    /// store this send's entries (a `store_error` event names why); absent
+    /// otherwise: a logged session's result leaves only once durable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<bool>,
+    /// Model calls that returned a completion (`iterations` counts every
+    /// call started). Not on the wire: a 0.2.0 client's `iterations` is
+    /// this number, as heddle counts.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub calls_completed: u32,
+    #[serde(flatten)]
+    pub correlation: Correlation,
+}
+
+/// 0.3.0 `result.verification`: the command pirn ran to check that the
+/// send's work is done, and how it ended.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct Verification {
+    /// The shell command, run with `/bin/bash -c` in the workspace.
+    pub command: String,
+    /// Its exit code; absent when it timed out or was killed by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// True when it exited 0.
+    pub passed: bool,
+}
+
+/// 0.3.0 `result.stop_reason`: why a send ended.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered without asking for tools.
+    EndTurn,
+    /// `max_iterations` model calls were made.
+    MaxIterations,
+    /// The model repeated the same tool calls.
+    LoopDetected,
+    /// Cancelled by `cancel`, `shutdown`, a signal or the queue timing out.
+    Cancelled,
+    /// The send's `max_total_tokens` or `max_tool_calls` was spent.
+    BudgetExhausted,
+    /// Any other error (see `error`).
+    Error,
+}
+
+impl SendResult {
+    /// A `protocol_error` result answering request `id` (or `"unknown"`):
+    /// the one constructor every transport uses for a refused line.
+    pub fn protocol_error(id: impl Into<String>, message: impl std::fmt::Display, correlation: Correlation) -> Self {
+        SendResult::error(id, ErrorEnvelope::new(ErrorCode::ProtocolError, message.to_string()), correlation)
+    }
+
+    /// An error result with nothing run: protocol errors and sends cancelled
+    /// or refused before they started.
+    pub fn error(id: impl Into<String>, error: ErrorEnvelope, correlation: Correlation) -> Self {
+        SendResult {
+            id: id.into(),
+            status: Status::Error,
+            response: None,
+            tool_calls_made: Vec::new(),
+            usage: None,
+            iterations: 0,
+            error: Some(error),
+            model_latency_ms: None,
+            tool_latency_ms: None,
+            total_latency_ms: None,
+            stop_reason: None,
+            verification: None,
+            structured_output: None,
+            durable: None,
+            session_cost_usd: None,
+            files_changed: None,
+            calls_completed: 0,
+            correlation,
+        }
+    }
+}
+
+/// `"ok"` or `"error"`.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Error,
+}
+
+/// One entry of `tool_calls_made`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct ToolCallMade {
+    pub name: String,
+    pub args: Value,
+}
