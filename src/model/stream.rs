@@ -2,9 +2,10 @@
 //! [`Completion`] at the end.
 //!
 //! Owns: the per-chunk idle timeout, the end-of-stream rules (`[DONE]`, a
-//! finish reason, a body that ends early, or an answer that repeats a tool
-//! calls it already made: [`cut_at`]), and where the events come from: the HTTP body (each event also written to
-//! the cassette's [`Tape`] when recording) or a [`ReplayBody`].
+//! finish reason, a body that ends early, or an answer that keeps repeating
+//! tool calls it already made: [`cut_at`]), and where the events come from:
+//! the HTTP body (each event also written to the cassette's [`Tape`] when
+//! recording) or a [`ReplayBody`].
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -190,6 +191,11 @@ pub const REPEATS_READ: usize = 4;
 /// name, the same arguments text, and that text a complete JSON value, so
 /// neither call can still grow).
 fn cut_at(calls: &[super::ToolCall]) -> Option<usize> {
+    // Runs at every streamed event: with too few calls for the limit to be
+    // reached (it needs one original and REPEATS_READ repeats), skip the scan.
+    if calls.len() <= REPEATS_READ {
+        return None;
+    }
     let complete = |c: &super::ToolCall| serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok();
     let mut repeats = 0;
     for (i, c) in calls.iter().enumerate().skip(1) {
