@@ -1,10 +1,11 @@
 //! Every message of the heddle headless protocol (0.2.0) as Rust types, and
 //! the decoder that turns one stdin line into a [`Request`].
 //!
-//! Owns: the JSON shapes only ([`request`] in, [`outgoing`] out), the
-//! request decoder, the version check and the `event_seq` [`Sequencer`]. Nothing here does I/O; the transports
-//! (`transport::stdio`, later `transport::http`) serialise what the session
-//! produces and feed it what they read.
+//! Owns: the JSON shapes only ([`request`] and the operator settings of
+//! [`policy`] in, [`outgoing`] and [`result`] out), the request decoder, the
+//! version check and the `event_seq` [`Sequencer`]. Nothing here does I/O;
+//! the transports (`transport::stdio`, `transport::http`) serialise what the
+//! session produces and feed it what they read.
 //!
 //! Source of the shapes: `heddle-headless-protocol.md` (protocol 0.2.0). Where
 //! that document is open, the reading chosen here is:
@@ -19,6 +20,7 @@
 pub mod claude_names;
 pub mod http;
 mod outgoing;
+mod policy;
 mod request;
 mod result;
 
@@ -27,6 +29,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use outgoing::*;
+pub use policy::*;
 pub use request::*;
 pub use result::*;
 
