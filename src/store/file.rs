@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -71,15 +70,15 @@ fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> St
     move |source| StoreError::Io { op, path: path.to_owned(), source }
 }
 
-/// Takes an exclusive `flock` without waiting; `false` when another open
-/// file description holds one.
+/// Takes an exclusive `flock` without waiting (std's `File::try_lock`,
+/// `flock(2)` on Linux); `false` when another open file description holds
+/// one.
 fn try_lock(file: &File) -> std::io::Result<bool> {
-    // SAFETY: flock on a descriptor this `File` owns.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
-    let e = std::io::Error::last_os_error();
-    if e.kind() == std::io::ErrorKind::WouldBlock { Ok(false) } else { Err(e) }
 }
 
 /// Whether another process holds `file`'s log (an exclusive `flock`).
@@ -87,10 +86,8 @@ fn try_lock(file: &File) -> std::io::Result<bool> {
 /// same logs at the same moment do not see each other's probe as a holder
 /// (an exclusive probe would), and an unreadable lock state counts as held.
 fn held_elsewhere(file: &File) -> bool {
-    // SAFETY: flock on a descriptor this `File` owns.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
-        // SAFETY: as above; dropping our shared lock.
-        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+    if file.try_lock_shared().is_ok() {
+        let _ = file.unlock();
         return false;
     }
     true
@@ -379,51 +376,4 @@ fn reopen(id: &str, path: &Path, len: u64) -> Result<File, StoreError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_listing_probe_does_not_look_like_a_holder_to_another_probe() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.jsonl");
-        std::fs::write(&path, b"").unwrap();
-        let (a, b) = (File::open(&path).unwrap(), File::open(&path).unwrap());
-        // Another lister, mid-probe: a shared lock on its own description.
-        // SAFETY: flock on a descriptor `a` owns.
-        assert_eq!(unsafe { libc::flock(a.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) }, 0);
-        assert!(!held_elsewhere(&b), "a probe is not a holder");
-        // SAFETY: as above.
-        unsafe { libc::flock(a.as_raw_fd(), libc::LOCK_UN) };
-        // A process that runs the session: an exclusive lock.
-        assert!(try_lock(&a).unwrap());
-        assert!(held_elsewhere(&b), "the holder is seen");
-    }
-
-    #[test]
-    fn a_torn_tail_is_dropped_and_truncated_and_a_bad_middle_line_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::new(dir.path().to_owned(), "t");
-        let meta = Body::Meta {
-            session_id: "s".into(),
-            protocol_version: "0.3.0".into(),
-            model: "m".into(),
-            workspace: "/w".into(),
-            config: serde_json::json!({}),
-        };
-        let e = |n| NewEntry::new(n, 1, &meta).unwrap();
-        assert_eq!(store.append("s", "w", &[e(0), e(1)], true).unwrap(), 2);
-        store.release("s");
-        let path = store.path("s");
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"seq\":3,\"wri").unwrap();
-        drop(f);
-        assert_eq!(store.load("s", 0).unwrap().len(), 2);
-        assert_eq!(store.append("s", "w", &[e(2)], false).unwrap(), 3);
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 3, "{text}");
-        assert!(text.lines().all(|l| serde_json::from_str::<Stored>(l).is_ok()));
-        store.release("s");
-        std::fs::write(&path, format!("garbage\n{text}")).unwrap();
-        assert!(matches!(store.load("s", 0), Err(StoreError::Corrupt { line: 1, .. })));
-    }
-}
+mod tests;
