@@ -7,8 +7,11 @@
 //! [`KEEP_TURNS`](crate::context::KEEP_TURNS) answers stay whole), then
 //! **compact** (one extra model call summarises the older conversation; it
 //! becomes system prompt + summary + recent turns). Emits `context_prune` and
-//! `context_compact` with the real figures. Only when a single message
-//! alone does not fit does the send end, with `context_overflow`.
+//! `context_compact` with the real figures, and last stub the recent turns'
+//! tool results too. What is never cut: the system prompt, the tool specs,
+//! the user's messages and the model's own tool calls; only when those alone
+//! (with the room an answer needs) do not fit does the send end, with
+//! `context_overflow`.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -39,7 +42,8 @@ pub fn estimate(config: &SessionConfig, conv: &Conversation) -> u64 {
 }
 
 /// Shortens `conv` until a request fits `window` (see the module doc).
-/// Errors: `context_overflow` when one message alone is too large.
+/// Errors: `context_overflow` when what is never cut (system prompt, tool
+/// specs, user messages, the model's calls) leaves no room for an answer.
 pub async fn fit(
     config: &SessionConfig,
     conv: &mut Conversation,

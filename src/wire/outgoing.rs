@@ -352,7 +352,9 @@ pub enum ErrorCode {
     QueueTimeout,
     /// A bug in pirn (a panic) ended the send; the session goes on.
     InternalError,
-    /// One message alone is larger than the model's context window.
+    /// The request does not fit the model's context window even after
+    /// pruning and compaction (the system prompt, tool specs, user messages
+    /// and the model's own calls are never cut).
     ContextOverflow,
     /// Replay (`PIRN_REPLAY`): the model request is not the recorded one.
     ReplayMismatch,
