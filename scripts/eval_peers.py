@@ -40,6 +40,13 @@ def _count(num, k):
     return int(round(float(num) * (1000 if k else 1)))
 
 
+def _usage(out):
+    """`usage` events, one per `Tokens: … sent, … received.` line of aider's output."""
+    return [{"type": "event", "event": {"event": "usage", "prompt_tokens": _count(m[0], m[1]),
+                                        "completion_tokens": _count(m[2], m[3])}}
+            for m in _TOKENS.findall(out)]
+
+
 def run_aider(task, ws, env, timeout, model, base_url):
     """Runs aider on one task in `ws`; returns result lines shaped like a
     worker's (`usage` events from its token lines, then one `result` whose
@@ -59,12 +66,19 @@ def run_aider(task, ws, env, timeout, model, base_url):
     # litellm would fetch its model price list from the internet at start.
     aider_env = dict(env, HOME=env.get("HOME", "/"), GIT_AUTHOR_NAME="eval", GIT_AUTHOR_EMAIL="eval@localhost",
                      GIT_COMMITTER_NAME="eval", GIT_COMMITTER_EMAIL="eval@localhost",
-                     LITELLM_LOCAL_MODEL_COST_MAP="True", OPENAI_API_KEY="none", OPENAI_API_BASE=base_url)
-    p = subprocess.run(cmd, cwd=ws, env=aider_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                     LITELLM_LOCAL_MODEL_COST_MAP="True", OPENAI_API_KEY="none", OPENAI_API_BASE=base_url,
+                     PYTHONUNBUFFERED="1")  # its token lines reach the pipe as printed
+    try:
+        p = subprocess.run(cmd, cwd=ws, env=aider_env, capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        # The model calls aider made before the kill still count: its token
+        # lines so far become the row's usage (the eval reads `e.lines`).
+        out = e.stdout.decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        e.lines = _usage(out)
+        raise
     status = "ok" if p.returncode == 0 else "error"
-    usage = [{"type": "event", "event": {"event": "usage", "prompt_tokens": _count(m[0], m[1]),
-                                          "completion_tokens": _count(m[2], m[3])}}
-             for m in _TOKENS.findall(p.stdout)]
+    usage = _usage(p.stdout)
     total = {"prompt_tokens": sum(u["event"]["prompt_tokens"] for u in usage),
              "completion_tokens": sum(u["event"]["completion_tokens"] for u in usage)}
     return usage + [{"type": "result", "id": "task", "status": status, "response": p.stdout, "usage": total,
