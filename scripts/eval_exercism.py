@@ -15,7 +15,9 @@ Layout, from the checkout (never copied into this repository):
 
 The sample is `random.Random(seed).sample()` over the eligible slugs in
 sorted order, so a seed names the same exercises on every machine with the
-same checkout. Tests run with pytest from a venv of the eval's own
+same checkout. `--exclude-seed S` leaves out the exercises seed S would
+pick (same size and difficulty), for a tune sample that never touches the
+judge's. Tests run with pytest from a venv of the eval's own
 (`<cache>/eval-venv`, pytest pinned) whose bin directory goes first on PATH,
 so `python3` in the test command is that venv's.
 """
@@ -53,9 +55,11 @@ def eligible(root, max_difficulty):
     return sorted(out)
 
 
-def sample(root, n, seed, max_difficulty=3):
-    """[(slug, difficulty)] chosen by the seed, sorted by slug."""
-    pool = eligible(root, max_difficulty)
+def sample(root, n, seed, max_difficulty=3, exclude=()):
+    """[(slug, difficulty)] chosen by the seed, sorted by slug. `exclude`
+    holds slugs left out of the pool first (a tune sample kept apart from
+    the judge's)."""
+    pool = [e for e in eligible(root, max_difficulty) if e[0] not in set(exclude)]
     return sorted(random.Random(seed).sample(pool, min(n, len(pool))))
 
 
