@@ -47,7 +47,22 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
     let file_path = args.file_path.clone();
-    let (done, updated, path) = apply(args, ctx)?;
+    let new_string = args.new_string.clone();
+    let (done, updated, path, before) = apply(args, ctx)?;
+    if updated == before {
+        // "No change" is said only of the same bytes, and then always.
+        let shown = ctx.display(&path);
+        let around = updated.find(new_string.trim()).map_or_else(String::new, |at| {
+            format!(
+                " Lines around it:\n{}",
+                excerpt(&updated, line_of(&updated, at), new_string.trim().lines().count())
+            )
+        });
+        return Ok(Done {
+            text: format!("no change: {shown} already holds what this edit makes, so nothing was written.{around}"),
+            effect: Effect::Unchanged { path },
+        });
+    }
     let note = super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default();
     Ok(Done {
         text: done + &note + &super::syntax::after_write(ctx, &file_path),
@@ -56,8 +71,17 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
 }
 
 /// What a successful edit returns: the text for the model, the file's new
-/// content, and its path.
-type Applied = (String, String, std::path::PathBuf);
+/// content, its path, and its content before.
+type Applied = (String, String, std::path::PathBuf, String);
+
+/// Writes `updated` over the file that held `before`; when they are the
+/// same bytes (a tolerant tier made the edit a no-op) nothing is written.
+fn write(ctx: &ToolContext, target: &Confined, before: &str, updated: &str, shown: &str) -> Result<(), ToolError> {
+    if updated == before {
+        return Ok(());
+    }
+    ctx.write_text(target, updated).map_err(|e| ToolError::Failed(format!("{shown}: write failed: {e}")))
+}
 
 fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
@@ -103,9 +127,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
             let eol = if crlf { "\r\n" } else { "\n" };
             let replacement = reindent(&args.new_string, indent, &args.old_string, eol);
             let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
-            if let Err(e) = ctx.write_text(&target, &updated) {
-                return fail(format!("{shown}: write failed: {e}"));
-            }
+            write(ctx, &target, &content, &updated, &shown)?;
             let first_line = line_of(&content, from);
             let text = format!(
                 "edited {shown}: old_string matched lines {first_line}-{} only when ignoring indentation and \
@@ -113,15 +135,13 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
                 first_line + args.old_string.trim_matches('\n').lines().count() - 1,
                 excerpt(&updated, first_line, replacement.lines().count())
             );
-            return Ok((text, updated, path));
+            return Ok((text, updated, path, content));
         }
         // The same text in another layout (squeezed onto one line, re-wrapped):
         // only the part that differs from new_string is replaced.
         if let Some(splice) = super::edit_match::squeezed(&content, &old, &new) {
             let updated = format!("{}{}{}", &content[..splice.from], splice.replacement, &content[splice.to..]);
-            if let Err(e) = ctx.write_text(&target, &updated) {
-                return fail(format!("{shown}: write failed: {e}"));
-            }
+            write(ctx, &target, &content, &updated, &shown)?;
             let (first, last) = splice.lines;
             let changed = &content[splice.from..splice.to];
             let text = format!(
@@ -130,14 +150,12 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
                 splice.replacement,
                 excerpt(&updated, first, last - first + 1)
             );
-            return Ok((text, updated, path));
+            return Ok((text, updated, path, content));
         }
         // The same lines with a few of the file's left out (a docstring, a
         // comment): the lines that differ from new_string change in place.
         if let Some(g) = super::edit_match::gapped(&content, &args.old_string, &args.new_string) {
-            if let Err(e) = ctx.write_text(&target, &g.updated) {
-                return fail(format!("{shown}: write failed: {e}"));
-            }
+            write(ctx, &target, &content, &g.updated, &shown)?;
             let (first, last) = g.lines;
             let skipped: Vec<String> = g.skipped.iter().map(usize::to_string).collect();
             let left_out = if skipped.is_empty() {
@@ -151,7 +169,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
                  they are); changed the lines that differ in new_string. Lines around the change:\n{}",
                 excerpt(&g.updated, first, span.saturating_sub(first) + 1)
             );
-            return Ok((text, g.updated, path));
+            return Ok((text, g.updated, path, content));
         }
         let region = super::edit_match::closest_region(&content, &args.old_string);
         let hint = if region.is_empty() { near_miss(&content, &args.old_string) } else { region };
@@ -175,9 +193,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
             new.pop();
         }
         let updated = format!("{}{new}{}", &content[..w.from], &content[w.to..]);
-        if let Err(e) = ctx.write_text(&target, &updated) {
-            return fail(format!("{shown}: write failed: {e}"));
-        }
+        write(ctx, &target, &content, &updated, &shown)?;
         let first_line = line_of(&updated, w.from);
         let lines = |n: usize| if n == 1 { "1 line".to_owned() } else { format!("{n} lines") };
         let taken = match (w.before, w.after) {
@@ -190,7 +206,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
              around the change:\n{}",
             excerpt(&updated, first_line, new.matches('\n').count() + 1)
         );
-        return Ok((text, updated, path));
+        return Ok((text, updated, path, content));
     }
     // A one-occurrence edit that starts at an indented line's first
     // character: the continuation lines of `new_string` are read relative
@@ -208,9 +224,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
         new
     };
     let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
-    if let Err(e) = ctx.write_text(&target, &updated) {
-        return fail(format!("{shown}: write failed: {e}"));
-    }
+    write(ctx, &target, &content, &updated, &shown)?;
     let first_line = line_of(&content, starts[0]);
     let new_lines = new.matches('\n').count() + 1;
     let text = format!(
@@ -221,7 +235,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
         updated.len(),
         excerpt(&updated, first_line, new_lines)
     );
-    Ok((text, updated, path))
+    Ok((text, updated, path, content))
 }
 
 /// `Err(ToolError::Failed(message))`.

@@ -122,6 +122,27 @@ async fn a_new_string_that_runs_on_over_the_next_lines_replaces_them_once() {
 }
 
 #[tokio::test]
+async fn an_edit_that_runs_on_into_the_same_bytes_is_no_change_and_says_so() {
+    // Seen on Exercism's bob: the same edit again after it was made. The
+    // run-on tier would write the file back as it is: that is no change,
+    // never "edited" (the model read "edited" four times and went round).
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("bob.py"), "def response(hey_bob):\n    pass\n").unwrap();
+    let edit = json!({"file_path": "bob.py", "old_string": "def response(hey_bob):",
+                      "new_string": "def response(hey_bob):\n    return 'Sure.'"});
+    let first = call_tool(&mut w, &mock, "edit_file", edit.clone()).await;
+    assert!(first.starts_with("edited bob.py"), "{first}");
+    let made = std::fs::read_to_string(ws.join("bob.py")).unwrap();
+    let mtime = std::fs::metadata(ws.join("bob.py")).unwrap().modified().unwrap();
+    let again = call_tool(&mut w, &mock, "edit_file", edit).await;
+    assert!(again.starts_with("no change: bob.py already holds what this edit makes"), "{again}");
+    assert!(again.contains("2\t    return 'Sure.'"), "it shows where: {again}");
+    assert_eq!(std::fs::read_to_string(ws.join("bob.py")).unwrap(), made);
+    assert_eq!(std::fs::metadata(ws.join("bob.py")).unwrap().modified().unwrap(), mtime, "nothing written");
+}
+
+#[tokio::test]
 async fn several_matches_get_one_call_each_and_no_replace_all_offer() {
     let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
     let ws = w.workspace.path().to_path_buf();
