@@ -46,7 +46,7 @@ pub struct SendCx<'a> {
     pub fired: Vec<&'static str>,
     /// One retry after the server said the request does not fit.
     pub context_retry: bool,
-    /// Answers the server could not parse, asked for again.
+    /// Answers the server could not parse or that ran away, asked for again.
     pub unreadable: u32,
     /// The last answer's text while a token budget is set (the answer a
     /// budget stop reports).

@@ -130,15 +130,23 @@ async fn limits(cx: &mut SendCx<'_>) -> Option<Outcome> {
         return None;
     }
     // Out of model calls, but the work may be done: the check decides.
-    if let Some(v) = cx.verifier.as_ref().filter(|_| cx.facts.wrote())
-        && let Some((verification, answer)) = v.at_the_limit(&cx.account(), max, &cx.tools).await
-    {
-        cx.stats.verification = Some(verification);
-        return Some(Outcome::Ok { response: answer });
+    if let Some(done) = checked_anyway(cx, &format!("the model ran out of its {max} model calls")).await {
+        return Some(done);
     }
     let error = ErrorEnvelope::new(
         ErrorCode::MaxIterations,
         format!("stopped after {max} model calls (max_iterations); the task is not finished"),
     );
     Some(fail(cx.emit, error, None, None).await)
+}
+
+/// A send that must stop before the model said it is done (`why`: what
+/// stopped it) and that changed files ends `ok` when the operator's check
+/// passes now; `None` when there is no check, nothing was written, or it
+/// fails.
+async fn checked_anyway(cx: &mut SendCx<'_>, why: &str) -> Option<Outcome> {
+    let v = cx.verifier.as_ref().filter(|_| cx.facts.wrote())?;
+    let (verification, answer) = v.at_the_limit(&cx.account(), why, &cx.tools).await?;
+    cx.stats.verification = Some(verification);
+    Some(Outcome::Ok { response: answer })
 }

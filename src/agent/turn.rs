@@ -5,16 +5,17 @@
 //! Owns: the typed recoveries of a model call (a request that did not fit
 //! is shortened and sent once more; a provider that refuses
 //! `response_format` is asked in words, and never again this session; an
-//! answer the server could not parse is asked for again, at most
-//! [`MAX_UNREADABLE`] times) and the line between them and the errors that
-//! end the send. Returns a [`Step`]; decides nothing about the answer.
+//! answer the server could not parse, or one whose stream was ended as a
+//! runaway ([`crate::model::runaway`]), is asked for again, at most
+//! [`MAX_UNREADABLE`] times between them) and the line between them and
+//! the errors that end the send. Returns a [`Step`]; decides nothing about the answer.
 
 use super::cx::SendCx;
 use super::outcome::{call_model, fail};
 use super::{Outcome, batch, fit, request, structured};
 use crate::context;
 use crate::model::Completion;
-use crate::wire::{ErrorEnvelope, Event};
+use crate::wire::{ErrorCode, ErrorEnvelope, Event};
 
 /// What one turn produced.
 pub enum Step {
@@ -32,7 +33,7 @@ pub enum Step {
 /// before the window probe: every model pirn can drive has a larger window.
 pub const PROBE_FROM_TOKENS: u64 = 2048;
 
-/// Answers the server could not parse that are asked for again, per send.
+/// Answers the server could not parse or that ran away, asked for again, per send.
 pub const MAX_UNREADABLE: u32 = 2;
 /// What the model is told then.
 const UNREADABLE_NOTE: &str = "Your last answer could not be read: its tool call arguments were not valid JSON (the \
@@ -52,6 +53,9 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     if let Some(w) = window
         && let Err(error) = fit::fit(config, cx.conv, cx.stats, emit, w).await
     {
+        if let Some(done) = super::checked_anyway(cx, "the conversation outgrew the model's context window").await {
+            return Step::End(done);
+        }
         return Step::End(fail(emit, error, None, None).await);
     }
     if cx.stats.iterations > 0 {
@@ -119,6 +123,30 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     }
     if cx.spec.meter.limits_tokens() {
         cx.last_text.clone_from(&completion.text);
+    }
+    if let Some(runaway) = &completion.runaway {
+        // Nothing of it runs (its last call is cut mid-loop) and it is not
+        // kept: the model hears what happened and answers again.
+        if cx.unreadable < MAX_UNREADABLE {
+            cx.unreadable += 1;
+            cx.conv.push_note(&format!(
+                "Your last answer was stopped and nothing of it ran: {}. Answer again without repeating yourself.",
+                runaway.describe()
+            ));
+            return Step::Again;
+        }
+        if let Some(done) = super::checked_anyway(cx, "the model's answers kept running away").await {
+            return Step::End(done);
+        }
+        let error = ErrorEnvelope {
+            code: ErrorCode::ProviderError,
+            message: format!("the model's answer was stopped as a runaway: {}", runaway.describe()),
+            retryable: false,
+            details: Some(serde_json::json!({
+                "finish_reason": "length", "repeated": runaway.unit, "repeats": runaway.repeats, "tool": runaway.in_call,
+            })),
+        };
+        return Step::End(fail(emit, error, Some(cx.account()), None).await);
     }
     if cx.spec.meter.tokens_spent() && !completion.tool_calls.is_empty() {
         // The call that crossed the budget is the last: its calls are not run.

@@ -9,8 +9,10 @@
 //! the repository. It runs at every final answer of a send that has one
 //! (the operator asked that every send pass it), at most
 //! [`DEFAULT_VERIFY_ROUNDS`](crate::config::DEFAULT_VERIFY_ROUNDS) failures
-//! are given back, and at `max_iterations` a send that changed files ends
-//! `ok` when the check passes.
+//! are given back, and a send that changed files and must stop before the
+//! model said it is done (`max_iterations`, a conversation that no longer
+//! fits the context window, runaway answers) ends `ok` when the check
+//! passes.
 
 use crate::config::SessionConfig;
 use crate::tools::{self, ToolContext, ToolError};
@@ -107,24 +109,19 @@ impl Verifier {
         left
     }
 
-    /// At `max_iterations`, for a send that changed files: when the command
-    /// now passes, the task is done though the model never said so; returns
-    /// the verification and the answer, with `account` (pirn's account of
-    /// what changed).
-    pub async fn at_the_limit(
-        &self,
-        account: &str,
-        max_iterations: u32,
-        ctx: &ToolContext,
-    ) -> Option<(Verification, String)> {
+    /// When the send must stop before the model said it is done (`why`:
+    /// the limit that stopped it), for a send that changed files: when the
+    /// command now passes, the task is done all the same; returns the
+    /// verification and the answer, with `account` (pirn's account of what
+    /// changed).
+    pub async fn at_the_limit(&self, account: &str, why: &str, ctx: &ToolContext) -> Option<(Verification, String)> {
         let (v, _) = self.run(ctx).await;
         if !v.passed {
             return None;
         }
         let answer = format!(
-            "Done, checked by `{}`, which now passes (the model ran out of its {max_iterations} model calls before \
-             saying so). {account}",
-            self.command,
+            "Done, checked by `{}`, which now passes ({why} before the model said so). {account}",
+            self.command
         );
         Some((v, answer))
     }

@@ -291,13 +291,20 @@ impl Conversation {
     }
 
     /// Appends the model's answer: its text and the tool calls it asked for.
+    /// A call whose arguments are not JSON (cut off at `max_tokens`, or
+    /// malformed) is kept with the arguments `{}`: a server that renders the
+    /// history through a chat template (llama.cpp) parses every past call's
+    /// arguments and refuses the whole request over one that does not
+    /// parse. The call's result says what was wrong with what was sent.
     pub fn push_assistant(&mut self, text: &str, tool_calls: &[ToolCall]) {
         let calls: Vec<ChatCompletionMessageToolCalls> = tool_calls
             .iter()
             .map(|c| {
+                let parses = serde_json::from_str::<serde::de::IgnoredAny>(&c.arguments).is_ok();
+                let arguments = if parses { c.arguments.clone() } else { "{}".to_owned() };
                 ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
                     id: c.id.clone(),
-                    function: FunctionCall { name: c.name.clone(), arguments: c.arguments.clone() },
+                    function: FunctionCall { name: c.name.clone(), arguments },
                 })
             })
             .collect();

@@ -169,9 +169,14 @@ impl ModelError {
     /// tool call … parse …"). The model's fault, not the server's: asked
     /// again with a note, it answers differently.
     pub fn is_unreadable_answer(&self) -> bool {
-        let ModelError::Http { status, message, body } = self else { return false };
-        let text = format!("{message} {body}").to_ascii_lowercase();
-        matches!(status, 400 | 500) && text.contains("tool call") && text.contains("pars")
+        let (text, status) = match self {
+            ModelError::Http { status, message, body } => (format!("{message} {body}"), Some(*status)),
+            // llama.cpp reports it inside the stream when the answer ran to max_tokens in a call.
+            ModelError::Remote { status, message } => (message.clone(), *status),
+            _ => return false,
+        };
+        let text = text.to_ascii_lowercase();
+        matches!(status, None | Some(400 | 500)) && text.contains("tool call") && text.contains("pars")
     }
 
     /// The context window the server named in a context error, in tokens:

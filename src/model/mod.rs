@@ -5,7 +5,8 @@
 //! - [`chunk`]: the borrowed shapes of one stream chunk and how a chunk is
 //!   folded into the answer (text, tool-call fragments by `index`, usage);
 //! - [`error`]: [`ModelError`] and the one retry rule;
-//! - [`cost`]: what a call cost in money (provider figure or price table).
+//! - [`cost`]: what a call cost in money (provider figure or price table);
+//! - [`runaway`]: an answer that keeps repeating a few bytes, ended early.
 //!
 //! Request bodies are built by the agent from async-openai's message types;
 //! the stream chunks are decoded by small borrowed structs rather than
@@ -20,6 +21,7 @@ pub mod chunk;
 pub mod cost;
 pub mod endpoint;
 pub mod error;
+pub mod runaway;
 pub mod stream;
 
 pub use chunk::MAX_ANSWER_BYTES;
@@ -36,6 +38,10 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
+    /// Set when the stream was ended because the answer ran away repeating
+    /// itself ([`runaway`]); `finish_reason` is then `length` and the last
+    /// tool call's arguments (or the text) are cut mid-repeat.
+    pub runaway: Option<runaway::Runaway>,
 }
 
 impl Completion {

@@ -2,8 +2,9 @@
 //! [`Completion`] at the end.
 //!
 //! Owns: the per-chunk idle timeout, the end-of-stream rules (`[DONE]`, a
-//! finish reason, a body that ends early, or an answer that keeps repeating
-//! tool calls it already made: [`cut_at`]), and where the events come from:
+//! finish reason, a body that ends early, an answer that keeps repeating
+//! tool calls it already made: [`cut_at`], or one whose text or tool-call
+//! arguments run away repeating a few bytes: [`super::runaway`]), and where the events come from:
 //! the HTTP body (each event also written to the cassette's [`Tape`] when
 //! recording) or a [`ReplayBody`].
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 use super::Completion;
 use super::chunk::apply_event;
 use super::error::{ModelError, describe_reqwest};
+use super::runaway::{self, Runaway};
 use crate::cassette::replay::Replayed;
 use crate::cassette::{End, ReplayBody, Tape};
 use crate::sse::{SseDecoder, SseError};
@@ -29,6 +31,9 @@ pub struct ChatStream {
     pub streamed: bool,
     /// LiteLLM's cost of the call (`x-litellm-response-cost`), in dollars.
     pub header_cost: Option<f64>,
+    /// The answer's size (text and all arguments, in bytes) when its tail
+    /// was last read for a runaway.
+    looked: usize,
 }
 
 /// Where a stream's events come from. (One per model call, never in a
@@ -58,12 +63,20 @@ impl ChatStream {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok());
         let source = Source::Http { resp, sse: SseDecoder::new(), tape };
-        ChatStream { source, idle, acc: Completion::default(), done: false, streamed: false, header_cost }
+        ChatStream { source, idle, acc: Completion::default(), done: false, streamed: false, header_cost, looked: 0 }
     }
 
     pub(super) fn replayed(body: ReplayBody, idle: Duration) -> Self {
         let acc = Completion::default();
-        ChatStream { source: Source::Replay(body), idle, acc, done: false, streamed: false, header_cost: None }
+        ChatStream {
+            source: Source::Replay(body),
+            idle,
+            acc,
+            done: false,
+            streamed: false,
+            header_cost: None,
+            looked: 0,
+        }
     }
 
     /// The next piece of text, `None` at the end of the answer.
@@ -102,6 +115,17 @@ impl ChatStream {
                         tracing::info!(at, "the answer keeps repeating tool calls it already made: ended there");
                         self.acc.tool_calls.truncate(at + 1);
                         self.acc.finish_reason = Some("tool_calls".to_owned());
+                        self.done = true;
+                    }
+                    if !self.done
+                        && let Some(runaway) = self.runaway()
+                    {
+                        // The rest of the loop is not read (dropping the
+                        // stream stops the server); the agent runs nothing
+                        // of this answer and tells the model why.
+                        tracing::info!(what = %runaway.describe(), "a runaway answer: ended there");
+                        self.acc.runaway = Some(runaway);
+                        self.acc.finish_reason = Some("length".to_owned());
                         self.done = true;
                     }
                     if text.is_some() {
@@ -178,6 +202,20 @@ async fn next_step<'a>(source: &'a mut Source, idle: Duration, streamed: &mut bo
                 return Ok(Step::End);
             }
         }
+    }
+}
+
+impl ChatStream {
+    /// Reads the tail of the text and of the last tool call's arguments,
+    /// each [`runaway::LOOK_EVERY`] bytes the answer grows.
+    fn runaway(&mut self) -> Option<Runaway> {
+        let size = self.acc.text.len() + self.acc.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+        if size < self.looked + runaway::LOOK_EVERY {
+            return None;
+        }
+        self.looked = size;
+        let last = self.acc.tool_calls.last();
+        Runaway::of(&self.acc.text, None).or_else(|| last.and_then(|c| Runaway::of(&c.arguments, Some(&c.name))))
     }
 }
 

@@ -145,3 +145,35 @@ async fn a_manual_compact_request_summarises_on_demand() {
     assert!(c["tokens_after"].as_u64() < c["tokens_before"].as_u64(), "{c}");
     assert!(w.status("st").await["messages_count"].as_u64().unwrap() < 9);
 }
+
+#[tokio::test]
+async fn work_done_when_the_window_is_outgrown_ends_ok_only_when_its_check_passes() {
+    // The model's own calls are never cut: a long write fills the 4,096-token
+    // window, and the send cannot go on. Whether the work is done is the
+    // operator's check's to say.
+    let notes: String = (0..160).map(|i| format!("note {i}: {}\n", i * 7919 % 10007)).collect();
+    for (check, status) in
+        [("from calc import double\nassert double(5) == 10\n", "ok"), ("raise SystemExit(1)\n", "error")]
+    {
+        let script = vec![
+            Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x * 2\n"})),
+            Reply::tool("write_file", json!({"file_path": "notes.txt", "content": notes.repeat(3)})),
+            Reply::text(&["never asked"]),
+        ];
+        let mock = MockServer::start_windowed(script, 4_096, true).await;
+        let w = Worker::spawn(&mock.base_url(), &[]).await;
+        std::fs::write(w.workspace.path().join("check.py"), check).unwrap();
+        let (mut w, _) = w.init("0.3.0", json!({"verify_command": "python3 check.py"})).await;
+        w.write(json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py and notes."})).await;
+        let (_, r) = w.result_for("s").await;
+        assert_eq!(r["status"], status, "{r}");
+        assert_eq!(refused(&mock.requests()), 0, "no request over the window was sent");
+        if status == "ok" {
+            let response = r["response"].as_str().unwrap();
+            assert!(response.contains("outgrew the model's context window before the model said so"), "{r}");
+            assert_eq!(r["verification"]["passed"], true, "{r}");
+        } else {
+            assert_eq!(r["error"]["code"], "context_overflow", "{r}");
+        }
+    }
+}

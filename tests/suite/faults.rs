@@ -123,7 +123,14 @@ async fn a_tool_flooding_a_gigabyte_keeps_memory_bounded_and_status_live() {
 
 #[tokio::test]
 async fn a_several_megabyte_chunk_passes_through() {
-    let big = "y".repeat(6 * 1024 * 1024);
+    // Text that does not repeat itself (a runaway loop would be cut short).
+    let mut big = String::new();
+    for i in 0u64.. {
+        if big.len() >= 6 * 1024 * 1024 {
+            break;
+        }
+        big.push_str(&format!("{i} squared is {}\n", i * i));
+    }
     let body = format!(
         "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
         json!({"choices":[{"index":0,"delta":{"content": big}}]}),

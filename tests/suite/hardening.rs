@@ -121,6 +121,79 @@ async fn a_runaway_answer_runs_each_call_once_and_at_most_16() {
     }
 }
 
+/// A write_file call whose content loops on one short unit, as a small
+/// model's does (`"zruogvqf "` over and over), closed or not.
+fn looping_write(closed: bool) -> MockCall {
+    let loop_text = "zruogvqf ".repeat(1000);
+    let tail = if closed { "\"}" } else { "" };
+    MockCall {
+        name: "write_file".into(),
+        arguments: format!(r#"{{"file_path": "t.py", "content": "x = '{loop_text}{tail}"#),
+    }
+}
+
+#[tokio::test]
+async fn a_runaway_answer_is_stopped_unused_and_the_model_is_told_why() {
+    let script = vec![
+        Reply::ToolCalls { calls: vec![looping_write(true)], usage: Some([10, 2300]), text: None },
+        Reply::tool("write_file", json!({"file_path": "t.py", "content": "x = 1\n"})),
+        Reply::text(&["Wrote t.py."]),
+    ];
+    let (mut w, mock) = mock_worker(script, &[], json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"write t.py"})).await;
+    let (events, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let starts = names(&events).iter().filter(|n| *n == "tool_start").count();
+    assert_eq!(starts, 1, "nothing of the runaway answer ran: {:?}", names(&events));
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("t.py")).unwrap(), "x = 1\n");
+    let second = &mock.requests()[1].body["messages"];
+    let msgs = second.as_array().unwrap();
+    assert!(msgs.iter().all(|m| m["role"] != "assistant"), "the runaway answer is not kept: {second}");
+    let note = msgs.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        note.starts_with(
+            "[pirn] Your last answer was stopped and nothing of it ran: the arguments of the write_file call repeated"
+        ) && note.contains("times in a row"),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_keeps_running_away_ends_the_send_with_what_repeated() {
+    let runaway = || Reply::ToolCalls { calls: vec![looping_write(false)], usage: None, text: None };
+    let spin = Reply::text(&[&"ha ".repeat(900)]);
+    let (mut w, mock) = mock_worker(vec![runaway(), spin, runaway()], &[], json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"write t.py"})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "error", "{r}");
+    assert_eq!(r["error"]["code"], "provider_error", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("stopped as a runaway"), "{r}");
+    assert_eq!(r["error"]["details"]["tool"], "write_file", "{r}");
+    let told = mock.requests()[2].body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert!(told.as_str().unwrap().contains("the text repeated \"ha \""), "{told}");
+    assert!(!w.workspace.path().join("t.py").exists());
+}
+
+#[tokio::test]
+async fn a_call_cut_off_mid_arguments_does_not_poison_the_history() {
+    // llama.cpp renders past calls through the chat template and refuses a
+    // request whose history holds arguments that do not parse.
+    let cut = MockCall { name: "write_file".into(), arguments: r#"{"file_path": "t.py", "content": "x = "#.into() };
+    let script = vec![
+        Reply::ToolCalls { calls: vec![cut], usage: Some([10, 4096]), text: None },
+        Reply::text(&["I could not write it."]),
+    ];
+    let (mut w, mock) = mock_worker(script, &[], json!({})).await;
+    w.write(json!({"type":"send","id":"s","message":"write t.py"})).await;
+    let (events, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(event(&events, "tool_end")["is_error"], true);
+    let second = &mock.requests()[1].body["messages"];
+    let call = second.as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(call["tool_calls"][0]["function"]["arguments"], "{}", "{second}");
+    assert!(second.to_string().contains("not valid JSON"), "the result says what was wrong: {second}");
+}
+
 #[tokio::test]
 async fn hostile_retry_after_values_end_the_send_with_a_result() {
     let far = "Fri, 31 Dec 9999 23:59:59 GMT";

@@ -519,7 +519,9 @@ async fn every_documented_route_is_served() {
 
 #[tokio::test]
 async fn a_subscriber_that_stops_reading_is_cut_off_and_can_resume() {
-    let big: Vec<String> = (0..3000).map(|i| format!("{i:04}{}", "x".repeat(2000))).collect();
+    // 2 KB chunks that do not repeat themselves (a runaway loop would be cut short).
+    let filler = |i: u64| (0..400u64).map(|j| format!("{} ", (i * 7919 + j * j) % 100_003)).collect::<String>();
+    let big: Vec<String> = (0..3000).map(|i| format!("{i:04}{}", &filler(i)[..2000])).collect();
     let mock =
         MockServer::start(vec![Reply::Text { chunks: big, usage: None, delay_ms: 0, finish_reason: None }]).await;
     let d = daemon(&mock.base_url(), &[]).await;

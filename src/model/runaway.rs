@@ -1,0 +1,110 @@
+//! A runaway answer: a model caught in a loop writes the same few bytes
+//! again and again, in its text or inside a tool call's arguments, until
+//! `max_tokens`. A small local model at temperature 0 does this (seen on
+//! Exercism's atbash-cipher: a test file whose one string repeated
+//! `"zruogvqf "` for 4,096 tokens, eleven minutes on two cores, then
+//! rejected by the server as unparsable JSON).
+//!
+//! Owns: the one fact read ([`tail_repeat`]: the last [`MIN_BYTES`] bytes
+//! of a string are one unit of at most [`MAX_UNIT`] bytes repeated
+//! verbatim) and the [`Runaway`] a stream ended there reports. It reads
+//! bytes, not words: the same for any language and any file. What follows
+//! is the agent's (`agent::turn`): nothing of the answer runs, and the
+//! model is told why.
+//!
+//! The cost of a false positive: a legitimate answer or file holding more
+//! than 2 KB of one short unit repeated verbatim (say 400 identical short
+//! lines) is stopped as a runaway. Such content is written with a loop,
+//! not spelled out, and the model is told what was stopped.
+
+/// Shortest repeated tail that counts, in bytes (about 500 tokens).
+pub const MIN_BYTES: usize = 2048;
+/// Longest unit looked for, in bytes. With [`MIN_BYTES`] this means at
+/// least 16 repeats of the unit.
+pub const MAX_UNIT: usize = 128;
+/// Bytes an answer grows between two looks at its tail.
+pub const LOOK_EVERY: usize = 256;
+
+/// Where and what an answer kept repeating when its stream was ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runaway {
+    /// The repeated unit, as text (a unit cut inside a UTF-8 character
+    /// shows U+FFFD there).
+    pub unit: String,
+    /// Whole repeats of the unit at the end of the answer.
+    pub repeats: usize,
+    /// The tool call whose arguments repeat (its name); `None` for the text.
+    pub in_call: Option<String>,
+}
+
+impl Runaway {
+    /// Reads the tail of `s`: a [`Runaway`] when it repeats (see
+    /// [`tail_repeat`]), `in_call` naming where `s` came from.
+    pub fn of(s: &str, in_call: Option<&str>) -> Option<Runaway> {
+        let (unit, start) = tail_repeat(s.as_bytes())?;
+        let bytes = &s.as_bytes()[start..start + unit];
+        Some(Runaway {
+            unit: String::from_utf8_lossy(bytes).into_owned(),
+            repeats: (s.len() - start) / unit,
+            in_call: in_call.map(str::to_owned),
+        })
+    }
+
+    /// One line for the model and the host: what repeated, how often, where.
+    pub fn describe(&self) -> String {
+        let place = match &self.in_call {
+            Some(name) => format!("the arguments of the {name} call"),
+            None => "the text".to_owned(),
+        };
+        format!("{place} repeated {:?} {} times in a row", self.unit, self.repeats)
+    }
+}
+
+/// When the last [`MIN_BYTES`] bytes of `s` are one unit of at most
+/// [`MAX_UNIT`] bytes repeated: the shortest such unit's length, and where
+/// the repetition begins (it may start before the last `MIN_BYTES`).
+pub fn tail_repeat(s: &[u8]) -> Option<(usize, usize)> {
+    let n = s.len();
+    if n < MIN_BYTES {
+        return None;
+    }
+    let from = n - MIN_BYTES;
+    // The shortest period first; compared from the end, where a loop is.
+    let unit = (1..=MAX_UNIT).find(|&p| (from + p..n).rev().all(|i| s[i] == s[i - p]))?;
+    let mut start = from;
+    while start > 0 && s[start - 1] == s[start - 1 + unit] {
+        start -= 1;
+    }
+    Some((unit, start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_tail_is_found_with_its_unit_and_start() {
+        let s = format!(r#"{{"content": "assert encode('x') == '{}"#, "zruogvqf ".repeat(400));
+        let r = Runaway::of(&s, Some("write_file")).expect("a runaway");
+        // The shortest unit; the tail aligns it to where the repetition ends.
+        assert_eq!(r.unit.len(), 9);
+        assert!("zruogvqf zruogvqf ".contains(&r.unit), "{r:?}");
+        assert!(r.repeats >= 399, "{r:?}");
+        assert!(r.describe().starts_with("the arguments of the write_file call repeated"), "{}", r.describe());
+        // The same bytes short of MIN_BYTES are not (yet) a runaway.
+        assert_eq!(tail_repeat("zruogvqf ".repeat(200).as_bytes()), None);
+    }
+
+    #[test]
+    fn ordinary_code_and_long_units_are_not_runaways() {
+        let code: String = (0..400).map(|i| format!("    assert f({i}) == {}\n", i * 2)).collect();
+        assert!(code.len() > MIN_BYTES);
+        assert_eq!(Runaway::of(&code, None), None);
+        // A unit longer than MAX_UNIT, repeated, is not looked for.
+        let long = format!("{}\n", "x".repeat(MAX_UNIT)).chars().rev().collect::<String>();
+        let long = format!("{long}y").repeat(40);
+        assert_eq!(tail_repeat(long.as_bytes()), None);
+        // One byte repeated is.
+        assert_eq!(tail_repeat(format!("ok {}", "=".repeat(MIN_BYTES)).as_bytes()), Some((1, 3)));
+    }
+}
