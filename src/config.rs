@@ -166,6 +166,9 @@ pub struct SessionConfig {
     /// confirmed, a file the send broke (`config.answer_checks`, see
     /// `agent::gates`).
     pub answer_checks: bool,
+    /// Ask the model whether an answer that changed no file was asked for
+    /// a change (`config.request_check`, see `agent::gates::asked`).
+    pub request_check: bool,
     /// The client's file system, when the transport offers one (ACP's
     /// `fs/*`); `None` from an init config. See `tools::client_files`.
     pub client_files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
@@ -319,6 +322,7 @@ impl SessionConfig {
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
+            request_check: config.request_check.unwrap_or(true),
             client_files: None,
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),

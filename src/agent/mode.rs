@@ -16,6 +16,11 @@ pub enum Mode {
     /// The answer again, without tools and with `response_format`, after
     /// one that missed the send's `output_schema`.
     Structured,
+    /// One request in which the model must call a tool (`tool_choice:
+    /// "required"`): it answered without any file having changed, and it
+    /// reads the request as asking for a change (the `Asked` gate). Work
+    /// again after that round.
+    Act,
 }
 
 /// Why the model is asked for its answer without tools.
@@ -36,7 +41,7 @@ pub enum WrapUp {
 impl Mode {
     /// True when the next request forbids tool calls.
     pub fn no_tools(self) -> bool {
-        self != Mode::Work
+        matches!(self, Mode::WrapUp(_) | Mode::Structured)
     }
 
     /// True when this is a wrap-up (for any reason).

@@ -3,7 +3,7 @@
 //!
 //! Owns: which fields a request carries: the conversation and the tools
 //! (borrowed, never copied), streaming with usage, `tool_choice: "none"`
-//! for a wrap-up answer, `response_format` for an answer that must match a
+//! for a wrap-up answer, `"required"` for a turn that must act, `response_format` for an answer that must match a
 //! send's `output_schema`, and the answer's token room.
 
 use bytes::Bytes;
@@ -27,7 +27,7 @@ struct ChatRequest<'a> {
     tools: &'a [Value],
     /// `"none"` for a wrap-up request: the tools stay in the request (a
     /// history with tool calls needs them at some providers) but may not
-    /// be called.
+    /// be called; `"required"` when the model must call one.
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
     /// `{"type": "json_schema", …}` when the answer must match a schema.
@@ -50,6 +50,8 @@ pub struct Shape<'a> {
     pub no_tools: bool,
     /// The structured-output request to send, if any.
     pub response_format: Option<&'a Value>,
+    /// A tool call is required (`tool_choice: "required"`).
+    pub require_tool: bool,
 }
 
 /// Encodes the request for the conversation as it stands.
@@ -67,7 +69,11 @@ pub fn body(
         stream: true,
         stream_options: StreamOptions { include_usage: true },
         tools,
-        tool_choice: (shape.no_tools && !tools.is_empty()).then_some("none"),
+        tool_choice: match (tools.is_empty(), shape.no_tools, shape.require_tool) {
+            (true, ..) | (false, false, false) => None,
+            (false, true, _) => Some("none"),
+            (false, false, true) => Some("required"),
+        },
         response_format: shape.response_format,
         temperature: config.temperature,
         max_tokens,

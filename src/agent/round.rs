@@ -64,6 +64,9 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
         context::tool_result_cap(cx.config.window(cx.conv.budget.learned_window).await, tools::MAX_RESULT_BYTES);
     let results = run_calls(cx, &turn).await;
     cx.verified = false;
+    if cx.mode == Mode::Act {
+        cx.mode = Mode::Work;
+    }
     if cx.spec.meter.tool_calls_spent() && cx.mode == Mode::Work {
         // Out of tool calls: one answer without tools, then the send ends.
         cx.mode = Mode::WrapUp(WrapUp::Budget);

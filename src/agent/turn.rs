@@ -66,7 +66,11 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     let prompt = fit::estimate(config, cx.conv);
     let sent_bytes = cx.conv.bytes() + config.tool_spec_bytes();
     let format = response_format(cx);
-    let shape = request::Shape { no_tools: cx.mode.no_tools(), response_format: format.as_ref() };
+    let shape = request::Shape {
+        no_tools: cx.mode.no_tools(),
+        response_format: format.as_ref(),
+        require_tool: cx.mode == super::mode::Mode::Act,
+    };
     let body = match request::body(config, cx.conv, shape, context::answer_room(window, prompt, config.max_tokens)) {
         Ok(b) => b,
         Err(error) => return Step::End(fail(emit, error, None, None).await),

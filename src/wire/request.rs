@@ -108,6 +108,13 @@ pub struct InitConfig {
     /// back once (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_checks: Option<bool>,
+    /// When the model answers without any file having changed in the send,
+    /// ask the model (one short extra call, its answer held to a JSON
+    /// schema, only the request shown) whether the request asks for files
+    /// to change; when it says so, send the model back once to make the
+    /// change or answer again (default true; off with `answer_checks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_check: Option<bool>,
     /// Removed: pirn makes no tool calls of its own (it once read the files
     /// a request named and ran the command it named before the model's
     /// first answer). Accepted so older clients still start; has no effect.

@@ -109,6 +109,8 @@ pub struct MockServer {
     pub addr: SocketAddr,
     script: Arc<Mutex<Script>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    /// pirn's reading calls (answered without the script, kept apart).
+    readings: Arc<Mutex<Vec<Value>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -125,6 +127,9 @@ struct Script {
     props: bool,
     /// Usage reports the mock's own prompt count (set with a window).
     count: bool,
+    /// What pirn's reading of a request (its `Asked` gate) is answered:
+    /// `{"changes_files": <this>}`.
+    reads_change: bool,
 }
 
 impl Drop for MockServer {
@@ -167,19 +172,20 @@ impl MockServer {
         let addr = listener.local_addr().expect("addr");
         let script = Arc::new(Mutex::new(Script { replies: VecDeque::from(script), cycle, ..Script::default() }));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let (s, r) = (script.clone(), requests.clone());
+        let readings = Arc::new(Mutex::new(Vec::new()));
+        let (s, r, g) = (script.clone(), requests.clone(), readings.clone());
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (s, r) = (s.clone(), r.clone());
+                let (s, r, g) = (s.clone(), r.clone(), g.clone());
                 tokio::spawn(async move {
-                    let _ = serve(stream, s, r).await;
+                    let _ = serve(stream, s, r, g).await;
                 });
             }
         });
-        MockServer { addr, script, requests, task }
+        MockServer { addr, script, requests, readings, task }
     }
 
     /// The base URL to give pirn (`PIRN_BASE_URL`).
@@ -191,6 +197,19 @@ impl MockServer {
         self.requests.lock().unwrap().clone()
     }
 
+    /// The bodies of pirn's reading calls (see `reads_change`).
+    #[allow(dead_code)]
+    pub fn readings(&self) -> Vec<Value> {
+        self.readings.lock().unwrap().clone()
+    }
+
+    /// Answer pirn's reading calls with `{"changes_files": change}`
+    /// (default false).
+    #[allow(dead_code)]
+    pub fn reads_change(&self, change: bool) {
+        self.script.lock().unwrap().reads_change = change;
+    }
+
     pub fn push(&self, reply: Reply) {
         self.script.lock().unwrap().replies.push_back(reply);
     }
@@ -200,6 +219,7 @@ async fn serve(
     mut stream: TcpStream,
     script: Arc<Mutex<Script>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    readings: Arc<Mutex<Vec<Value>>>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     // Read the head.
@@ -253,6 +273,17 @@ async fn serve(
             }
             None => respond_status(&mut stream, 404, r#"{"error":{"message":"File Not Found"}}"#, None).await,
         };
+    }
+    // pirn's reading of a request gets the configured answer, kept apart.
+    if body["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("You sort requests")) {
+        let change = script.lock().unwrap().reads_change;
+        readings.lock().unwrap().push(body);
+        start_sse(&mut stream).await?;
+        let delta =
+            json!({"choices": [{"index": 0, "delta": {"content": format!("{{\"changes_files\": {change}}}")}}]});
+        let done = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+        chunk(&mut stream, format!("data: {delta}\n\ndata: {done}\n\ndata: [DONE]\n\n").as_bytes()).await?;
+        return end_sse(&mut stream).await;
     }
     let tokens = ((body["messages"].to_string().len() + body["tools"].to_string().len()) / 4) as u64;
     let (reply, window, refused, count) = {

@@ -7,6 +7,7 @@ mod worker;
 mod acp;
 mod approval;
 mod architecture;
+mod asked;
 mod cancel;
 mod cassette;
 mod claude;

@@ -8,7 +8,8 @@
 //! model back with a note (each gate at most as often as it says), or end
 //! the send with an error. No gate reads the user's request or the
 //! model's prose: where a check needs to know what was asked, the operator
-//! says it (`verify_command`, `output_schema`).
+//! says it (`verify_command`, `output_schema`) or the model does
+//! ([`Gate::Asked`]).
 //!
 //! | gate | reads | may |
 //! |---|---|---|
@@ -18,10 +19,12 @@
 //! | [`Gate::HeldBack`] | writes held back, not confirmed | send back once |
 //! | [`Gate::Broken`] | files that parsed before the send and not now | send back once, then fail `verification_failed` |
 //! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
+//! | [`Gate::Asked`] | no file changed, no command ran; the model's reading of the request (one extra call) | send back once |
 //! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
 //! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
 //! | [`Gate::StopHook`] | the operator's `Stop` hooks' answers | send back to work (bounded by `max_iterations`) |
 
+mod asked;
 mod broken;
 mod budget_stop;
 mod cut_off;
@@ -66,6 +69,7 @@ pub enum Gate {
     HeldBack,
     Broken,
     Landed,
+    Asked,
     Verify,
     Schema,
     StopHook,
@@ -73,15 +77,17 @@ pub enum Gate {
 
 /// The order in which an answer meets the gates: first what makes it no
 /// answer at all (cut off, out of budget, a loop), then whether the work
-/// it reports is on disk and sound, then the operator's check, the form
+/// it reports is on disk and sound, whether an answer that changed nothing
+/// was asked for a change, then the operator's check, the form
 /// the operator asked for, and last the operator's own Stop hooks.
-pub const ORDER: [Gate; 9] = [
+pub const ORDER: [Gate; 10] = [
     Gate::CutOff,
     Gate::BudgetStop,
     Gate::LoopStop,
     Gate::HeldBack,
     Gate::Broken,
     Gate::Landed,
+    Gate::Asked,
     Gate::Verify,
     Gate::Schema,
     Gate::StopHook,
@@ -97,6 +103,7 @@ impl Gate {
             Gate::HeldBack => held_back::review(cx),
             Gate::Broken => broken::review(cx).await,
             Gate::Landed => landed::review(cx).await,
+            Gate::Asked => asked::review(cx).await,
             Gate::Verify => verify::review(cx).await,
             Gate::Schema => schema::review(cx, answer),
             Gate::StopHook => stop_hook::review(cx, answer).await,

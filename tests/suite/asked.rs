@@ -1,0 +1,84 @@
+//! The `Asked` gate through the real binary: an answer that changed no
+//! file is held against the model's own reading of the request (one short
+//! extra call showing only the request), never against pirn's reading of
+//! its words.
+
+use serde_json::{Value, json};
+
+use super::mock::{MockServer, Reply};
+use super::worker::Worker;
+
+/// One send of `message` to a fresh worker on `app.py`, the mock reading
+/// the request as asking for a change when `reads_change`.
+async fn send(script: Vec<Reply>, reads_change: bool, message: &str, config: Value) -> (Value, MockServer, Worker) {
+    let mock = MockServer::start(script).await;
+    mock.reads_change(reads_change);
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("app.py"), "def f():\n    return 1\n").unwrap();
+    let (mut w, _) = w.init("0.3.0", config).await;
+    w.write(json!({"type": "send", "id": "s", "message": message})).await;
+    let (_, r) = w.result_for("s").await;
+    (r, mock, w)
+}
+
+#[tokio::test]
+async fn a_change_answered_without_a_write_is_sent_back_once_and_then_made() {
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "app.py"})),
+        Reply::text(&["I changed f to return 2."]),
+        Reply::tool("write_file", json!({"file_path": "app.py", "content": "def f():\n    return 2\n"})),
+        Reply::text(&["f now returns 2."]),
+    ];
+    let (r, mock, w) = send(script, true, "Make f in app.py return 2.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), "def f():\n    return 2\n");
+    assert_eq!(r["files_changed"], json!(["app.py"]), "{r}");
+    let readings = mock.readings();
+    assert_eq!(readings.len(), 1, "read once, at the answer that changed nothing");
+    let shown = readings[0]["messages"].as_array().unwrap();
+    assert_eq!(shown.len(), 2, "the reading sees the request alone: {shown:?}");
+    assert!(shown[1]["content"].as_str().unwrap().contains("Make f in app.py return 2."));
+    assert!(readings[0].get("tools").is_none() && readings[0]["response_format"]["type"] == "json_schema");
+    let second = &mock.requests()[2].body;
+    assert!(second["messages"].to_string().contains("No file has changed in this send"), "the model hears it");
+    assert_eq!(second["tool_choice"], "required", "the next request must act");
+    assert!(mock.requests()[3].body.get("tool_choice").is_none(), "then the tools are free again");
+}
+
+#[tokio::test]
+async fn the_answer_after_the_required_call_goes_on_whatever_it_does() {
+    let script = vec![
+        Reply::text(&["f already returns what you want."]),
+        Reply::tool("read_file", json!({"file_path": "app.py"})),
+        Reply::text(&["It already does."]),
+    ];
+    let (r, mock, w) = send(script, true, "Make sure f in app.py returns 1.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "It already does.");
+    assert_eq!((mock.requests().len(), mock.readings().len()), (3, 1), "sent back once, read once");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), "def f():\n    return 1\n");
+}
+
+#[tokio::test]
+async fn a_question_read_as_one_ends_at_once_and_the_check_can_be_turned_off() {
+    let (r, mock, _w) = send(vec![Reply::text(&["It returns 1."])], false, "What does f return?", json!({})).await;
+    assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("It returns 1.")));
+    assert_eq!((mock.requests().len(), mock.readings().len()), (1, 1), "no extra turn");
+
+    let off = json!({"request_check": false});
+    let (r, mock, _w) = send(vec![Reply::text(&["Done."])], true, "Make f return 2.", off).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!((mock.requests().len(), mock.readings().len()), (1, 0), "never asked");
+}
+
+#[tokio::test]
+async fn a_send_that_cannot_write_or_ran_a_command_is_not_read() {
+    // Read-only tools: nothing the model could have written.
+    let ro = json!({"tools": ["read_file", "grep"]});
+    let (r, mock, _w) = send(vec![Reply::text(&["Done."])], true, "Make f return 2.", ro).await;
+    assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "{r}");
+    // A command ran: what it changed pirn cannot see.
+    let script = vec![Reply::tool("bash", json!({"command": "true"})), Reply::text(&["Done."])];
+    let (r, mock, _w) = send(script, true, "Make f return 2.", json!({})).await;
+    assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "{r}");
+}
