@@ -71,7 +71,13 @@ async fn asks_for_change(cx: &mut SendCx<'_>) -> Option<bool> {
         }
     };
     while let Ok(Some(_)) = stream.next_text().await {}
-    let completion = stream.into_completion();
+    let header = stream.header_cost;
+    let mut completion = stream.into_completion();
+    // Priced and counted when the server reports its usage (a reading
+    // without usage leaves the send's cost as the turns made it).
+    if completion.usage.is_some() {
+        crate::agent::outcome::price(cx.config, &mut completion, header, &cx.spec.meter);
+    }
     if let Some(u) = completion.usage {
         cx.spec.meter.charge_tokens(u.total_tokens);
         cx.stats.usage.add(&u);
