@@ -4,13 +4,15 @@
 //!
 //! Owns: the typed recoveries of a model call (a request that did not fit
 //! is shortened and sent once more; a provider that refuses
-//! `response_format` is asked in words, and never again this session; an
+//! `response_format` is asked in words, and never again this session; one
+//! that refuses `tool_choice: "required"` is asked an ordinary turn; an
 //! answer the server could not parse, or one whose stream was ended as a
 //! runaway ([`crate::model::runaway`]), is asked for again, at most
 //! [`MAX_UNREADABLE`] times between them) and the line between them and
 //! the errors that end the send. Returns a [`Step`]; decides nothing about the answer.
 
 use super::cx::SendCx;
+use super::mode::Mode;
 use super::outcome::{call_model, fail};
 use super::{Outcome, batch, fit, request, structured};
 use crate::context;
@@ -69,7 +71,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     let shape = request::Shape {
         no_tools: cx.mode.no_tools(),
         response_format: format.as_ref(),
-        require_tool: cx.mode == super::mode::Mode::Act,
+        require_tool: cx.mode == Mode::Act,
     };
     let body = match request::body(config, cx.conv, shape, context::answer_room(window, prompt, config.max_tokens)) {
         Ok(b) => b,
@@ -99,6 +101,14 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
             } else {
                 cx.conv.budget.no_format_with_tools = true;
             }
+            cx.stats.iterations -= 1;
+            return Step::Again;
+        }
+        Err(e) if cx.mode == Mode::Act && e.status() == Some(400) => {
+            // A provider that refuses `tool_choice: "required"`: asked as
+            // an ordinary turn instead (the note already says what to do).
+            tracing::info!("the provider refused tool_choice required: {e}");
+            cx.mode = Mode::Work;
             cx.stats.iterations -= 1;
             return Step::Again;
         }

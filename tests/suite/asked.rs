@@ -82,3 +82,20 @@ async fn a_send_that_cannot_write_or_ran_a_command_is_not_read() {
     let (r, mock, _w) = send(script, true, "Make f return 2.", json!({})).await;
     assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "{r}");
 }
+
+#[tokio::test]
+async fn a_provider_that_refuses_a_required_tool_call_is_asked_an_ordinary_turn() {
+    let refused = r#"{"error":{"message":"tool_choice \"required\" is not supported"}}"#;
+    let script = vec![
+        Reply::text(&["I changed f."]),
+        Reply::status(400, refused),
+        Reply::text(&["Nothing to change after all."]),
+    ];
+    let (r, mock, _w) = send(script, true, "Make f in app.py return 2.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["response"], "Nothing to change after all.");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "the refused request, then the same turn without it");
+    assert_eq!(requests[1].body["tool_choice"], "required");
+    assert!(requests[2].body.get("tool_choice").is_none());
+}
