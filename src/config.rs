@@ -322,7 +322,7 @@ impl SessionConfig {
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
-            request_check: config.request_check.unwrap_or(true),
+            request_check: config.request_check.unwrap_or(false),
             client_files: None,
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),

@@ -62,10 +62,11 @@ pub struct RunArgs {
     /// Children may not use TCP (connect, bind).
     #[arg(long)]
     no_network: bool,
-    /// Never ask the model whether an answer that changed no file was
-    /// asked for a change (one short extra call; config `request_check`).
+    /// Ask the model whether an answer that changed no file was asked for
+    /// a change, and send it back once to act if so (one short extra call;
+    /// config `request_check`).
     #[arg(long)]
-    no_request_check: bool,
+    request_check: bool,
     /// A variable of pirn's environment that bash also gets (repeatable or
     /// comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
@@ -136,7 +137,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         sandbox: args.sandbox,
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),
-        request_check: args.no_request_check.then_some(false),
+        request_check: args.request_check.then_some(true),
         env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
         max_cost_usd: args.max_budget_usd,
         hooks: args.settings,

@@ -15,6 +15,10 @@ async fn send(script: Vec<Reply>, reads_change: bool, message: &str, config: Val
     mock.reads_change(reads_change);
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("app.py"), "def f():\n    return 1\n").unwrap();
+    let mut config = config;
+    if config.get("request_check").is_none() {
+        config["request_check"] = json!(true);
+    }
     let (mut w, _) = w.init("0.3.0", config).await;
     w.write(json!({"type": "send", "id": "s", "message": message})).await;
     let (_, r) = w.result_for("s").await;
@@ -60,15 +64,23 @@ async fn the_answer_after_the_required_call_goes_on_whatever_it_does() {
 }
 
 #[tokio::test]
-async fn a_question_read_as_one_ends_at_once_and_the_check_can_be_turned_off() {
+async fn a_question_read_as_one_ends_at_once_and_the_check_is_off_unless_asked_for() {
     let (r, mock, _w) = send(vec![Reply::text(&["It returns 1."])], false, "What does f return?", json!({})).await;
     assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("It returns 1.")));
     assert_eq!((mock.requests().len(), mock.readings().len()), (1, 1), "no extra turn");
 
     let off = json!({"request_check": false});
+    // Off unless asked for: a worker without the key never reads.
+    let mock = MockServer::start(vec![Reply::text(&["Done."])]).await;
+    mock.reads_change(true);
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    let (mut w, _) = w.init("0.3.0", json!({})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "the default: {r}");
     let (r, mock, _w) = send(vec![Reply::text(&["Done."])], true, "Make f return 2.", off).await;
     assert_eq!(r["status"], "ok", "{r}");
-    assert_eq!((mock.requests().len(), mock.readings().len()), (1, 0), "never asked");
+    assert_eq!((mock.requests().len(), mock.readings().len()), (1, 0), "never asked when off");
 }
 
 #[tokio::test]

@@ -11,7 +11,8 @@
 //! next request made with `tool_choice: "required"` ([`Mode::Act`]); the
 //! answer after that goes on whatever it does.
 //!
-//! Off with `request_check: false` or `answer_checks: false`, and it never
+//! On with `request_check: true` (off by default; `answer_checks: false`
+//! turns it off too), and it never
 //! asks when the send cannot write (no `write_file`/`edit_file`, a write
 //! denied, plan mode), has an `output_schema`, or wraps up. Any failure of
 //! the extra call (refused, unreadable, not JSON) lets the answer through.
