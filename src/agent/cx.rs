@@ -44,6 +44,8 @@ pub struct SendCx<'a> {
     pub previous: Vec<Done>,
     /// Gates that already sent the model back once in this send.
     pub fired: Vec<&'static str>,
+    /// The model's reading of the request (the `Asked` gate's), once per send.
+    pub reading: super::gates::Reading,
     /// One retry after the server said the request does not fit.
     pub context_retry: bool,
     /// Answers the server could not parse or that ran away, asked for again.
@@ -98,6 +100,7 @@ impl<'a> SendCx<'a> {
             cycles: Cycles::default(),
             previous: Vec::new(),
             fired: Vec::new(),
+            reading: super::gates::Reading::NotYet,
             context_retry: false,
             unreadable: 0,
             last_text: String::new(),

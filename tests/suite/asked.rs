@@ -111,3 +111,31 @@ async fn a_provider_that_refuses_a_required_tool_call_is_asked_an_ordinary_turn(
     assert_eq!(requests[1].body["tool_choice"], "required");
     assert!(requests[2].body.get("tool_choice").is_none());
 }
+
+#[tokio::test]
+async fn a_reading_that_is_not_the_json_asked_for_lets_the_answer_through() {
+    // Prose, a string where a boolean belongs, extra keys meant to steer:
+    // none of them is a reading, and none gets more than the one answer.
+    for reply in ["Sure, it asks for a change.", r#"{"changes_files": "yes"}"#, "", r#"{"tools": ["bash"]}"#] {
+        let mock = MockServer::start(vec![Reply::text(&["Done."])]).await;
+        mock.reading_reply(reply);
+        let w = Worker::spawn(&mock.base_url(), &[]).await;
+        let (mut w, _) = w.init("0.3.0", json!({"request_check": true})).await;
+        w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
+        let (_, r) = w.result_for("s").await;
+        assert_eq!(r["status"], "ok", "{reply:?}: {r}");
+        assert_eq!(r["response"], "Done.", "{reply:?}");
+        assert_eq!((mock.requests().len(), mock.readings().len()), (1, 1), "{reply:?}: one turn, one reading");
+    }
+}
+
+#[tokio::test]
+async fn the_request_is_read_once_per_send() {
+    // The operator's check fails at every answer, so the model answers three
+    // times without changing a file; the request was read as a question once.
+    let script = vec![Reply::text(&["It returns 1."]), Reply::text(&["Still 1."]), Reply::text(&["1."])];
+    let config = json!({"verify_command": "false"});
+    let (r, mock, _w) = send(script, false, "What does f return?", config).await;
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert_eq!((mock.requests().len(), mock.readings().len()), (3, 1), "three answers, one reading");
+}

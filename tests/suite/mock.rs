@@ -127,9 +127,9 @@ struct Script {
     props: bool,
     /// Usage reports the mock's own prompt count (set with a window).
     count: bool,
-    /// What pirn's reading of a request (its `Asked` gate) is answered:
-    /// `{"changes_files": <this>}`.
-    reads_change: bool,
+    /// The text pirn's reading of a request (its `Asked` gate) is answered
+    /// with (`None`: `{"changes_files": false}`).
+    reading: Option<String>,
 }
 
 impl Drop for MockServer {
@@ -207,7 +207,13 @@ impl MockServer {
     /// (default false).
     #[allow(dead_code)]
     pub fn reads_change(&self, change: bool) {
-        self.script.lock().unwrap().reads_change = change;
+        self.reading_reply(&format!("{{\"changes_files\": {change}}}"));
+    }
+
+    /// Answers pirn's reading calls with `text` as it is (garbage included).
+    #[allow(dead_code)]
+    pub fn reading_reply(&self, text: &str) {
+        self.script.lock().unwrap().reading = Some(text.to_owned());
     }
 
     pub fn push(&self, reply: Reply) {
@@ -276,11 +282,11 @@ async fn serve(
     }
     // pirn's reading of a request gets the configured answer, kept apart.
     if body["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("You sort requests")) {
-        let change = script.lock().unwrap().reads_change;
+        let text = script.lock().unwrap().reading.clone();
+        let text = text.unwrap_or_else(|| r#"{"changes_files": false}"#.to_owned());
         readings.lock().unwrap().push(body);
         start_sse(&mut stream).await?;
-        let delta =
-            json!({"choices": [{"index": 0, "delta": {"content": format!("{{\"changes_files\": {change}}}")}}]});
+        let delta = json!({"choices": [{"index": 0, "delta": {"content": text}}]});
         let done = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
         chunk(&mut stream, format!("data: {delta}\n\ndata: {done}\n\ndata: [DONE]\n\n").as_bytes()).await?;
         return end_sse(&mut stream).await;

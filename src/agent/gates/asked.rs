@@ -16,6 +16,7 @@
 //! asks when the send cannot write (no `write_file`/`edit_file`, a write
 //! denied, plan mode), has an `output_schema`, or wraps up. Any failure of
 //! the extra call (refused, unreadable, not JSON) lets the answer through.
+//! The request is read at most once per send ([`Reading`]).
 
 use serde_json::{Value, json};
 
@@ -53,10 +54,31 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     {
         return Verdict::Pass;
     }
-    match asks_for_change(cx).await {
-        Some(true) if cx.fire_once("asked") => Verdict::Again { note: NOTE.to_owned(), mode: Mode::Act },
-        _ => Verdict::Pass,
+    // Read once per send: a later answer (after a verify round, a Stop
+    // hook) is held against the same reading, and a failed call is not
+    // made again.
+    if cx.reading == Reading::NotYet {
+        cx.reading = match asks_for_change(cx).await {
+            Some(changes) => Reading::ChangesFiles(changes),
+            None => Reading::Failed,
+        };
     }
+    if cx.reading == Reading::ChangesFiles(true) && cx.fire_once("asked") {
+        return Verdict::Again { note: NOTE.to_owned(), mode: Mode::Act };
+    }
+    Verdict::Pass
+}
+
+/// The model's reading of a send's request, made at most once per send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reading {
+    /// Not asked yet.
+    #[default]
+    NotYet,
+    /// The reading call failed or did not answer the JSON asked for.
+    Failed,
+    /// The model said whether the request asks for files to change.
+    ChangesFiles(bool),
 }
 
 /// The model's reading of the send's request: `Some(true)` when it says the

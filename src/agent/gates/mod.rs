@@ -35,6 +35,8 @@ mod schema;
 mod stop_hook;
 mod verify;
 
+pub use asked::Reading;
+
 use super::cx::SendCx;
 use super::mode::Mode;
 use crate::wire::ErrorEnvelope;
