@@ -50,13 +50,12 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
         || cx.mode != Mode::Work
         || cx.spec.output.is_some()
         || cx.spec.meter.tokens_spent()
-        || cx.fired.contains(&"asked")
     {
         return Verdict::Pass;
     }
     // Read once per send: a later answer (after a verify round, a Stop
-    // hook) is held against the same reading, and a failed call is not
-    // made again.
+    // hook, or the one round this gate gave) is held against the same
+    // reading, and a failed call is not made again.
     if cx.reading == Reading::NotYet {
         cx.reading = match asks_for_change(cx).await {
             Some(changes) => Reading::ChangesFiles(changes),
