@@ -6,9 +6,10 @@
 //! stubs; the system prompt, user messages and the last
 //! [`KEEP_TURNS`](crate::context::KEEP_TURNS) answers stay whole), then
 //! **compact** (one extra model call summarises the older conversation; it
-//! becomes system prompt + summary + recent turns). Emits `context_prune` and
-//! `context_compact` with the real figures, and last stub the recent turns'
-//! tool results too. What is never cut: the system prompt, the tool specs,
+//! becomes system prompt + summary + recent turns; the call counts like a
+//! turn against the send's budgets, see [`super::outcome::side_call`]).
+//! Emits `context_prune` and `context_compact` with the real figures, and
+//! last stub the recent turns' tool results too. What is never cut: the system prompt, the tool specs,
 //! the user's messages and the model's own tool calls; only when those alone
 //! (with the room an answer needs) do not fit does the send end, with
 //! `context_overflow`.
@@ -183,14 +184,7 @@ pub async fn compact(
         .map(Bytes::from)
         .map_err(|e| ErrorEnvelope::new(ErrorCode::ProtocolError, format!("cannot encode the summary request: {e}")))?;
     let started = Instant::now();
-    stats.begin_model();
-    let summary = summarise(config, body, emit, &stats.meter).await;
-    stats.end_model();
-    let (summary, usage) = summary.map_err(|e| ErrorEnvelope::from(&e))?;
-    if let Some(u) = usage {
-        stats.usage.add(&u);
-        emit.emit(Event::Usage(u)).await;
-    }
+    let summary = super::outcome::side_call(config, body, emit, stats).await.map_err(|e| ErrorEnvelope::from(&e))?;
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "conversation compacted");
     conv.compact(keep_from, &summary);
     let after = estimate(config, conv);
@@ -202,21 +196,6 @@ pub async fn compact(
     })
     .await;
     Ok(())
-}
-
-/// The summariser's text and usage (its deltas are not shown to the host).
-async fn summarise(
-    config: &SessionConfig,
-    body: Bytes,
-    emit: &Emitter,
-    meter: &super::budget::Meter,
-) -> Result<(String, Option<crate::wire::Usage>), crate::model::ModelError> {
-    let mut stream = config.endpoint.open(body, emit).await?;
-    while stream.next_text().await?.is_some() {}
-    let header = stream.header_cost;
-    let mut done = stream.into_completion();
-    super::outcome::price(config, &mut done, header, meter);
-    Ok((done.text, done.usage))
 }
 
 /// A manual compaction: summarises everything before the last

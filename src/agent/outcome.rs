@@ -5,6 +5,7 @@
 
 use bytes::Bytes;
 
+use super::SendStats;
 use super::budget::Meter;
 use super::emit::Emitter;
 use crate::config::SessionConfig;
@@ -21,16 +22,29 @@ pub enum Outcome {
     Failed { error: ErrorEnvelope, response: Option<String> },
 }
 
-/// Streams one model call, emitting `content_delta` per text piece (and a
-/// `retry` event before each retry of a 429/503), and charges its cost to
-/// `meter` (the completion's `usage.cost_usd`, see [`crate::model::cost`]).
-/// Not made (`ModelError::BudgetSpent`) when the request alone, at the
-/// cheapest price of the table, would pass the send's cost budget.
+/// Whether a model call's text reaches the host as `content_delta` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shown {
+    /// A turn: each text piece is a `content_delta`.
+    Deltas,
+    /// A side call (the compaction summary, the request's reading): the
+    /// host sees its usage, not its text.
+    Hidden,
+}
+
+/// Streams one model call, emitting `content_delta` per text piece when
+/// `shown` says so (and a `retry` event before each retry of a 429/503),
+/// traced as a `chat` span, and charges its cost to `meter` (the
+/// completion's `usage.cost_usd`, see [`crate::model::cost`]; a call without
+/// usage makes the send's cost unknown). Not made
+/// (`ModelError::BudgetSpent`) when the request alone, at the cheapest price
+/// of the table, would pass the send's cost budget.
 pub(super) async fn call_model(
     config: &SessionConfig,
     body: Bytes,
     emit: &Emitter,
     meter: &Meter,
+    shown: Shown,
 ) -> Result<Completion, ModelError> {
     if let Some(prices) = &config.prices
         && meter.refuse_call(prices.least_cost((body.len() as u64).div_ceil(4)))
@@ -39,9 +53,38 @@ pub(super) async fn call_model(
         return Err(ModelError::BudgetSpent { message: e.message, details: e.details.unwrap_or_default() });
     }
     let mut span = emit.trace().map_or_else(ChatSpan::none, |t| t.chat(&config.model, &config.endpoint.provider()));
-    let result = stream_call(config, body, emit, meter, &mut span).await;
+    let result = stream_call(config, body, emit, meter, &mut span, shown).await;
     span.end(result.as_ref());
     result
+}
+
+/// A model call the host sees only as usage (the compaction summary, the
+/// request's reading): made like a turn ([`call_model`], [`Shown::Hidden`]),
+/// its time counted as model time, its tokens charged to the send's token
+/// budget (an estimate from the body's size and the text when the server
+/// reports no usage) and its usage added to the send's and emitted as a
+/// `usage` event. Returns the call's text.
+pub(super) async fn side_call(
+    config: &SessionConfig,
+    body: Bytes,
+    emit: &Emitter,
+    stats: &mut SendStats,
+) -> Result<String, ModelError> {
+    let prompt_estimate = (body.len() as u64).div_ceil(4);
+    let meter = std::sync::Arc::clone(&stats.meter);
+    stats.begin_model();
+    let result = call_model(config, body, emit, &meter, Shown::Hidden).await;
+    stats.end_model();
+    let completion = result?;
+    match completion.usage {
+        Some(u) => {
+            meter.charge_tokens(u.total_tokens);
+            stats.usage.add(&u);
+            emit.emit(Event::Usage(u)).await;
+        }
+        None => meter.charge_tokens(prompt_estimate + completion.estimated_tokens()),
+    }
+    Ok(completion.text)
 }
 
 /// The streaming part of [`call_model`].
@@ -51,11 +94,14 @@ async fn stream_call(
     emit: &Emitter,
     meter: &Meter,
     span: &mut ChatSpan,
+    shown: Shown,
 ) -> Result<Completion, ModelError> {
     let mut stream = config.endpoint.open(body, emit).await?;
     while let Some(text) = stream.next_text().await? {
         span.first_token();
-        emit.emit(Event::ContentDelta { text }).await;
+        if shown == Shown::Deltas {
+            emit.emit(Event::ContentDelta { text }).await;
+        }
     }
     let header = stream.header_cost;
     let mut completion = stream.into_completion();

@@ -13,7 +13,7 @@
 
 use super::cx::SendCx;
 use super::mode::Mode;
-use super::outcome::{call_model, fail};
+use super::outcome::{Shown, call_model, fail};
 use super::{Outcome, batch, fit, request, structured};
 use crate::context;
 use crate::model::Completion;
@@ -78,7 +78,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
         Err(error) => return Step::End(fail(emit, error, None, None).await),
     };
     cx.stats.begin_model();
-    let result = call_model(config, body, emit, &cx.spec.meter).await;
+    let result = call_model(config, body, emit, &cx.spec.meter, Shown::Deltas).await;
     cx.stats.end_model();
     let completion = match result {
         Ok(c) => c,

@@ -139,3 +139,20 @@ async fn the_request_is_read_once_per_send() {
     assert_eq!(r["error"]["code"], "verification_failed", "{r}");
     assert_eq!((mock.requests().len(), mock.readings().len()), (3, 1), "three answers, one reading");
 }
+
+#[tokio::test]
+async fn the_reading_counts_against_the_token_budget_like_a_turn() {
+    // The mock reports no usage for a reading, so pirn's estimate of it
+    // (its request's bytes / 4, ~170 tokens) is what the budget counts: with
+    // the two turns at 43 tokens, a 100-token budget is spent by the reading
+    // and the round the gate gave is never asked for.
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "app.py"})),
+        Reply::text(&["I changed f to return 2."]),
+        Reply::tool("write_file", json!({"file_path": "app.py", "content": "def f():\n    return 2\n"})),
+    ];
+    let (r, mock, _w) = send(script, true, "Make f in app.py return 2.", json!({"max_total_tokens": 100})).await;
+    assert_eq!(r["error"]["code"], "budget_exceeded", "{r}");
+    assert_eq!((mock.requests().len(), mock.readings().len()), (2, 1), "two turns, one reading, then the budget");
+    assert_eq!(r["usage"]["total_tokens"], 43, "usage is what the server reported: {r}");
+}

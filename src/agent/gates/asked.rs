@@ -16,14 +16,16 @@
 //! asks when the send cannot write (no `write_file`/`edit_file`, a write
 //! denied, plan mode), has an `output_schema`, or wraps up. Any failure of
 //! the extra call (refused, unreadable, not JSON) lets the answer through.
-//! The request is read at most once per send ([`Reading`]).
+//! The request is read at most once per send ([`Reading`]), and the reading
+//! counts like a turn: its usage, tokens, cost and model time are the
+//! send's ([`crate::agent::outcome::side_call`]).
 
 use serde_json::{Value, json};
 
 use super::Verdict;
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
-use crate::wire::Event;
+use crate::agent::outcome::side_call;
 
 /// What the model is told when it reads the request as asking for a change.
 pub const NOTE: &str = "No file has changed in this send: nothing you described is in the files yet. If the request \
@@ -85,27 +87,14 @@ pub enum Reading {
 /// answer was not the JSON asked for.
 async fn asks_for_change(cx: &mut SendCx<'_>) -> Option<bool> {
     let body = serde_json::to_vec(&reading_request(&cx.config.model, cx.config.temperature, cx.request)).ok()?;
-    let mut stream = match cx.config.endpoint.open(body.into(), cx.emit).await {
-        Ok(s) => s,
+    let text = match side_call(cx.config, body.into(), cx.emit, cx.stats).await {
+        Ok(text) => text,
         Err(e) => {
             tracing::info!("the request's reading call failed: {e}");
             return None;
         }
     };
-    while let Ok(Some(_)) = stream.next_text().await {}
-    let header = stream.header_cost;
-    let mut completion = stream.into_completion();
-    // Priced and counted when the server reports its usage (a reading
-    // without usage leaves the send's cost as the turns made it).
-    if completion.usage.is_some() {
-        crate::agent::outcome::price(cx.config, &mut completion, header, &cx.spec.meter);
-    }
-    if let Some(u) = completion.usage {
-        cx.spec.meter.charge_tokens(u.total_tokens);
-        cx.stats.usage.add(&u);
-        cx.emit.emit(Event::Usage(u)).await;
-    }
-    let said: Value = serde_json::from_str(completion.text.trim()).ok()?;
+    let said: Value = serde_json::from_str(text.trim()).ok()?;
     let changes = said.get("changes_files")?.as_bool()?;
     tracing::info!(changes, "the model read the request");
     Some(changes)
