@@ -78,11 +78,18 @@ pub struct Facts {
     pub denied: u32,
     /// Outcomes of the last tool round.
     pub last_round: Vec<CallOutcome>,
+    /// Calls so far that changed the workspace or may have (a write that
+    /// changed a file, a command, an MCP tool): equal counts at two moments
+    /// mean nothing the send did could have changed a file in between.
+    pub moves: u32,
 }
 
 impl Facts {
     /// Records one call's outcome (`tool`: its name).
     pub fn record(&mut self, tool: &str, outcome: &CallOutcome) {
+        if outcome.may_change_workspace(tool) {
+            self.moves += 1;
+        }
         match outcome {
             CallOutcome::Changed { path, hash } => {
                 self.changed.insert(path.clone(), *hash);
@@ -142,7 +149,12 @@ mod tests {
         f.record("edit_file", &CallOutcome::Changed { path: a.clone(), hash: 8 });
         assert!(f.touched_since.is_empty() && f.changed[&a] == 8);
         f.record("read_file", &CallOutcome::Denied);
+        f.record("write_file", &CallOutcome::Unchanged { path: a.clone() });
+        f.record("read_file", &CallOutcome::Looked);
         assert_eq!((f.denied, f.ran.clone()), (1, vec![Some(1)]));
+        assert_eq!(f.moves, 3, "two writes that changed the file and a command; not a read or a same-bytes write");
+        f.record("mcp__x__y", &CallOutcome::Looked);
+        assert_eq!(f.moves, 4, "an MCP tool may have changed anything");
         assert_eq!(f.account(|p| p.display().to_string()), "Files changed: /w/a.py.");
     }
 }

@@ -40,6 +40,8 @@ const SHOWN_BYTES: usize = 3000;
 pub struct Verifier {
     command: String,
     rounds_left: u32,
+    /// [`super::facts::Facts::moves`] when the command last failed.
+    failed_at: Option<u32>,
 }
 
 impl Verifier {
@@ -59,7 +61,7 @@ impl Verifier {
             tracing::info!(%command, "not verified: bash would need approval for it");
             return None;
         }
-        Some(Verifier { command: command.to_owned(), rounds_left: config.verify_rounds })
+        Some(Verifier { command: command.to_owned(), rounds_left: config.verify_rounds, failed_at: None })
     }
 
     /// The command.
@@ -83,11 +85,16 @@ impl Verifier {
 
     /// Runs the check after the model said it is done, records its report
     /// in `report`, and says what follows: done, another round for the model
-    /// (the note to give it), or the `verification_failed` error.
-    pub async fn check(&mut self, ctx: &ToolContext, report: &mut Option<Verification>) -> Checked {
+    /// (the note to give it), or the `verification_failed` error. `moves`
+    /// is the send's [`super::facts::Facts::moves`] now: when it has not
+    /// moved since the command last failed, the note says that nothing has
+    /// changed since instead of repeating the same output.
+    pub async fn check(&mut self, ctx: &ToolContext, report: &mut Option<Verification>, moves: u32) -> Checked {
         let (verification, output) = self.run(ctx).await;
         let passed = verification.passed;
-        let text = note(&verification, &output);
+        let unchanged = self.failed_at == Some(moves);
+        let text = if unchanged { unchanged_note(&verification) } else { note(&verification, &output) };
+        self.failed_at = Some(moves).filter(|_| !passed);
         *report = Some(verification);
         if passed {
             Checked::Passed
@@ -131,13 +138,31 @@ impl Verifier {
 pub fn note(v: &Verification, output: &str) -> String {
     let cut = tools::ceil_char_boundary(output, output.len().saturating_sub(SHOWN_BYTES));
     let shown = output[cut..].trim_end();
-    let how = match v.exit_code {
-        Some(code) => format!("exit code {code}"),
-        None => "it did not finish".to_owned(),
-    };
+    let how = how(v);
     format!(
         "The task is not done yet: I ran `{}` to check your work and it failed ({how}). Its output:\n{shown}\n\
          Read the error, fix the cause with edit_file or write_file, then answer again.",
         v.command
     )
+}
+
+/// What the model is told when the check fails again and no call since its
+/// last failure changed a file or ran a command: the same files fail the
+/// same way, so its output (already in the conversation) is not repeated.
+pub fn unchanged_note(v: &Verification) -> String {
+    format!(
+        "The task is not done yet: `{}` still fails ({}). No file has changed since it last failed (no write, no \
+         command), so it checked the same code as before and its output is the one above. An answer in words does \
+         not change the files: fix the cause with edit_file or write_file, then answer again.",
+        v.command,
+        how(v)
+    )
+}
+
+/// How a run ended, for a note.
+fn how(v: &Verification) -> String {
+    match v.exit_code {
+        Some(code) => format!("exit code {code}"),
+        None => "it did not finish".to_owned(),
+    }
 }

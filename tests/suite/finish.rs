@@ -253,6 +253,42 @@ async fn work_that_stays_broken_ends_verification_failed() {
     assert_eq!(r["verification"]["exit_code"], 1);
     assert_eq!(r["response"], "It is done.");
     assert_eq!(mock.requests().len(), 4, "two rounds given back, then the end");
+    let first = last_message(&mock, 2);
+    assert!(first.contains("AssertionError"), "the first failure shows its output: {first}");
+    // The answer in words changed nothing: the check ran again, on the same
+    // code, and the model is told that fact instead of the same output.
+    let again = last_message(&mock, 3);
+    assert!(again.contains("No file has changed since it last failed"), "{again}");
+    assert!(!again.contains("AssertionError"), "the same output is not repeated: {again}");
+}
+
+#[tokio::test]
+async fn a_failure_after_new_work_shows_its_output_again() {
+    let write = |body: &str| {
+        Reply::tool("write_file", json!({"file_path": "calc.py", "content": format!("def double(x):\n    {body}\n")}))
+    };
+    let script = vec![
+        write("return x"),
+        Reply::text(&["Done."]),
+        write("return x + 0"),
+        Reply::text(&["Done now."]),
+        Reply::tool("bash", json!({"command": "true"})),
+        Reply::text(&["Checked."]),
+        Reply::text(&["Still done."]),
+    ];
+    let files = [("check.py", "from calc import double\nassert double(5) == 10\n")];
+    let config = json!({"verify_command": "python3 check.py", "verify_rounds": 3});
+    let (_, r, mock, _w) = send_with(script, &files, "Write double(x) in calc.py.", config).await;
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    for n in [2, 4] {
+        let told = last_message(&mock, n);
+        assert!(told.contains("AssertionError") && !told.contains("No file has changed"), "request {n}: {told}");
+    }
+    // A command ran since the last failure: it may have changed files, so
+    // the failure is reported in full.
+    let told = last_message(&mock, 6);
+    assert!(told.contains("AssertionError") && !told.contains("No file has changed"), "{told}");
+    assert_eq!(mock.requests().len(), 7, "three rounds given back, then the end");
 }
 
 #[tokio::test]

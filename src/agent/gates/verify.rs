@@ -5,7 +5,10 @@
 //! unless it already passed with no tool call since. May: let a passing
 //! answer through (the result reports the verification), send a failing
 //! one back with the command's output and the tools open again while
-//! rounds last, then end the send `verification_failed`.
+//! rounds last, then end the send `verification_failed`. When no call
+//! since the last failure changed a file or ran a command
+//! ([`crate::agent::facts::Facts::moves`]), the note says so in place of
+//! the same output again.
 
 use super::Verdict;
 use crate::agent::cx::SendCx;
@@ -17,7 +20,7 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
         return Verdict::Pass;
     }
     let Some(verifier) = cx.verifier.as_mut() else { return Verdict::Pass };
-    match verifier.check(&cx.tools, &mut cx.stats.verification).await {
+    match verifier.check(&cx.tools, &mut cx.stats.verification, cx.facts.moves).await {
         Checked::Passed => {
             cx.verified = true;
             Verdict::Pass
