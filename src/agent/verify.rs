@@ -33,6 +33,8 @@ pub enum Checked {
 pub const TIMEOUT_MS: u64 = 120_000;
 /// Bytes of a failing command's output the model is shown (its tail).
 const SHOWN_BYTES: usize = 3000;
+/// Bytes of it shown when it failed the same code again (its tail).
+const SAME_SHOWN_BYTES: usize = 400;
 
 /// The check of one send: its command and the failed runs that may still
 /// be given back to the model.
@@ -88,12 +90,12 @@ impl Verifier {
     /// (the note to give it), or the `verification_failed` error. `moves`
     /// is the send's [`super::facts::Facts::moves`] now: when it has not
     /// moved since the command last failed, the note says that nothing has
-    /// changed since instead of repeating the same output.
+    /// changed since and shows only the end of the same output.
     pub async fn check(&mut self, ctx: &ToolContext, report: &mut Option<Verification>, moves: u32) -> Checked {
         let (verification, output) = self.run(ctx).await;
         let passed = verification.passed;
         let unchanged = self.failed_at == Some(moves);
-        let text = if unchanged { unchanged_note(&verification) } else { note(&verification, &output) };
+        let text = if unchanged { unchanged_note(&verification, &output) } else { note(&verification, &output) };
         self.failed_at = Some(moves).filter(|_| !passed);
         *report = Some(verification);
         if passed {
@@ -147,15 +149,18 @@ pub fn note(v: &Verification, output: &str) -> String {
 }
 
 /// What the model is told when the check fails again and no call since its
-/// last failure changed a file or ran a command: the same files fail the
-/// same way, so its output (already in the conversation) is not repeated.
-pub fn unchanged_note(v: &Verification) -> String {
+/// last failure changed a file or ran a command: the same code failed, so
+/// only the end of its output ([`SAME_SHOWN_BYTES`]) is shown again (the
+/// whole of it may have been compacted away since).
+pub fn unchanged_note(v: &Verification, output: &str) -> String {
+    let cut = tools::ceil_char_boundary(output, output.len().saturating_sub(SAME_SHOWN_BYTES));
     format!(
         "The task is not done yet: `{}` still fails ({}). No file has changed since it last failed (no write, no \
-         command), so it checked the same code as before and its output is the one above. An answer in words does \
-         not change the files: fix the cause with edit_file or write_file, then answer again.",
+         command), so it checked the same code as before. The end of its output:\n{}\nAn answer in words does not \
+         change the files: fix the cause with edit_file or write_file, then answer again.",
         v.command,
-        how(v)
+        how(v),
+        output[cut..].trim_end()
     )
 }
 

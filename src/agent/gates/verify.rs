@@ -7,8 +7,8 @@
 //! one back with the command's output and the tools open again while
 //! rounds last, then end the send `verification_failed`. When no call
 //! since the last failure changed a file or ran a command
-//! ([`crate::agent::facts::Facts::moves`]), the note says so in place of
-//! the same output again.
+//! ([`crate::agent::facts::Facts::moves`]), the note says so, with only
+//! the end of the same output.
 
 use super::Verdict;
 use crate::agent::cx::SendCx;
