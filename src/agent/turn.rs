@@ -93,14 +93,9 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
         Err(e)
             if format.is_some() && structured::rejects_response_format(e.status(), &format!("{e} {}", e.details())) =>
         {
-            // Asked once more without it; with tools offered only that
-            // combination is given up, else the session's response_format.
+            // Asked once more without it, and never again in the session.
             tracing::info!("the provider refused response_format: {e}");
-            if shape.no_tools {
-                cx.conv.budget.no_response_format = true;
-            } else {
-                cx.conv.budget.no_format_with_tools = true;
-            }
+            cx.conv.budget.no_response_format = true;
             cx.stats.iterations -= 1;
             return Step::Again;
         }
@@ -172,14 +167,15 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     if completion.tool_calls.is_empty() { Step::Answer(completion) } else { Step::Calls(turn) }
 }
 
-/// The `response_format` of the next request: the send's schema from the
-/// first request that may end the turn (with tools offered too, until the
-/// provider refuses that combination), never once the provider refused it
-/// for the session.
+/// The `response_format` of the next request: the send's schema only in a
+/// request that forbids tool calls (the answer asked for again after one
+/// that missed it, or a session without tools), never once the provider
+/// refused it for the session. Not with tools offered: a server that
+/// accepts both may hold the whole answer to the schema's grammar, so the
+/// model cannot call a tool at all (llama.cpp does: with xllamacpp
+/// 2026.10.11549 a schema send's model answered from nothing, in one call).
 fn response_format(cx: &SendCx<'_>) -> Option<serde_json::Value> {
     let output = cx.spec.output.as_ref()?;
-    let budget = &cx.conv.budget;
     let tools_offered = !cx.mode.no_tools() && !cx.config.tool_specs().is_empty();
-    let refused = budget.no_response_format || (tools_offered && budget.no_format_with_tools);
-    (!refused).then(|| output.response_format())
+    (!tools_offered && !cx.conv.budget.no_response_format).then(|| output.response_format())
 }

@@ -37,9 +37,6 @@ pub struct Budget {
     /// The server refused `response_format` (HTTP 400 naming it): structured
     /// answers are asked for in words only, for the rest of the session.
     pub no_response_format: bool,
-    /// The server refused `response_format` in a request that also offers
-    /// tools: it is sent only with requests that forbid tool calls.
-    pub no_format_with_tools: bool,
     /// `(prompt_tokens, bytes)`: what the server counted for the last
     /// request and how many bytes that request carried.
     last: Option<(u64, usize)>,

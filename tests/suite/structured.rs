@@ -35,7 +35,14 @@ async fn a_valid_answer_is_parsed_into_structured_output() {
     assert_eq!(r["response"], answer, "the raw text stays in response");
     let first = &mock.requests()[0].body;
     assert!(last_text(first).contains("\"functions\""), "the model is shown the schema: {first}");
-    // The first request that may end the turn already asks for the schema.
+    // With tools offered the first request does not hold the answer to the
+    // schema (a server with grammars would then allow no tool call); a
+    // session without tools asks for it from the first request.
+    assert!(first.get("response_format").is_none() && first["tools"].is_array(), "{first}");
+    let (mut w, mock) = mock_worker(vec![Reply::text(&[answer])], &[], json!({"tools": []})).await;
+    w.write(json!({"type":"send","id":"s","message":"list the functions","output_schema": schema()})).await;
+    assert_eq!(w.result_for("s").await.1["structured_output"]["functions"][0]["name"], "add");
+    let first = &mock.requests()[0].body;
     assert_eq!(first["response_format"]["json_schema"]["schema"], schema(), "{first}");
 }
 
