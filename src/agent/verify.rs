@@ -138,8 +138,7 @@ impl Verifier {
 
 /// What the model is told after a failed verification.
 pub fn note(v: &Verification, output: &str) -> String {
-    let cut = tools::ceil_char_boundary(output, output.len().saturating_sub(SHOWN_BYTES));
-    let shown = output[cut..].trim_end();
+    let shown = tail(output, SHOWN_BYTES);
     let how = how(v);
     format!(
         "The task is not done yet: I ran `{}` to check your work and it failed ({how}). Its output:\n{shown}\n\
@@ -153,15 +152,19 @@ pub fn note(v: &Verification, output: &str) -> String {
 /// only the end of its output ([`SAME_SHOWN_BYTES`]) is shown again (the
 /// whole of it may have been compacted away since).
 pub fn unchanged_note(v: &Verification, output: &str) -> String {
-    let cut = tools::ceil_char_boundary(output, output.len().saturating_sub(SAME_SHOWN_BYTES));
     format!(
         "The task is not done yet: `{}` still fails ({}). No file has changed since it last failed (no write, no \
          command), so it checked the same code as before. The end of its output:\n{}\nAn answer in words does not \
          change the files: fix the cause with edit_file or write_file, then answer again.",
         v.command,
         how(v),
-        output[cut..].trim_end()
+        tail(output, SAME_SHOWN_BYTES)
     )
+}
+
+/// The last `bytes` of `output` (at a character boundary), trailing space cut.
+fn tail(output: &str, bytes: usize) -> &str {
+    output[tools::ceil_char_boundary(output, output.len().saturating_sub(bytes))..].trim_end()
 }
 
 /// How a run ended, for a note.
