@@ -7,21 +7,37 @@
 //!
 //! Owns: the one fact read ([`tail_repeat`]: the last [`MIN_BYTES`] bytes
 //! of a string are one unit of at most [`MAX_UNIT`] bytes repeated
-//! verbatim) and the [`Runaway`] a stream ended there reports. It reads
+//! verbatim, or the last [`SHORT_MIN_BYTES`] bytes one unit of at most
+//! [`SHORT_UNIT`] bytes) and the [`Runaway`] a stream ended there reports. It reads
 //! bytes, not words: the same for any language and any file. What follows
 //! is the agent's (`agent::turn`): nothing of the answer runs, and the
 //! model is told why.
 //!
+//! Why two lengths: what a runaway costs is tokens, and a short unit costs
+//! about a token per repeat or more (llama.cpp streamed a tool call's
+//! arguments about one byte per token: Exercism's atbash-cipher again, on
+//! the tune half, `"zvqf"` repeated in a test file for 2,358 tokens, 340 s
+//! of a 726 s task, before the 2 KB rule stopped it). A unit of at most
+//! [`SHORT_UNIT`] bytes is stopped after [`SHORT_MIN_BYTES`] bytes (at
+//! least 32 repeats of it, 128 of a four-byte unit).
+//!
 //! The cost of a false positive: a legitimate answer or file holding more
-//! than 2 KB of one short unit repeated verbatim (say 400 identical short
-//! lines) is stopped as a runaway. Such content is written with a loop,
-//! not spelled out, and the model is told what was stopped.
+//! than 2 KB of one unit of up to 128 bytes repeated verbatim (say 400
+//! identical short lines), or more than 512 bytes of one unit of up to 16
+//! bytes (a literal list of 200 zeros, 32 identical 16-byte lines, a 512-
+//! character rule of `=`), is stopped as a runaway. Such content is
+//! written with a loop, not spelled out, and the model is told what was
+//! stopped.
 
 /// Shortest repeated tail that counts, in bytes (about 500 tokens).
 pub const MIN_BYTES: usize = 2048;
 /// Longest unit looked for, in bytes. With [`MIN_BYTES`] this means at
 /// least 16 repeats of the unit.
 pub const MAX_UNIT: usize = 128;
+/// Shortest repeated tail of a short unit that counts, in bytes.
+pub const SHORT_MIN_BYTES: usize = 512;
+/// Longest unit [`SHORT_MIN_BYTES`] applies to, in bytes.
+pub const SHORT_UNIT: usize = 16;
 /// Bytes an answer grows between two looks at its tail.
 pub const LOOK_EVERY: usize = 256;
 
@@ -60,17 +76,18 @@ impl Runaway {
     }
 }
 
-/// When the last [`MIN_BYTES`] bytes of `s` are one unit of at most
-/// [`MAX_UNIT`] bytes repeated: the shortest such unit's length, and where
-/// the repetition begins (it may start before the last `MIN_BYTES`).
+/// When the last [`SHORT_MIN_BYTES`] bytes of `s` are one unit of at most
+/// [`SHORT_UNIT`] bytes repeated, or the last [`MIN_BYTES`] one unit of at
+/// most [`MAX_UNIT`] bytes: the shortest such unit's length, and where the
+/// repetition begins (it may start before the tail that was compared).
 pub fn tail_repeat(s: &[u8]) -> Option<(usize, usize)> {
     let n = s.len();
-    if n < MIN_BYTES {
-        return None;
-    }
-    let from = n - MIN_BYTES;
     // The shortest period first; compared from the end, where a loop is.
-    let unit = (1..=MAX_UNIT).find(|&p| (from + p..n).rev().all(|i| s[i] == s[i - p]))?;
+    let period = |tail: usize, max: usize| {
+        let from = n.checked_sub(tail)?;
+        (1..=max).find(|&p| (from + p..n).rev().all(|i| s[i] == s[i - p])).map(|p| (p, from))
+    };
+    let (unit, from) = period(SHORT_MIN_BYTES, SHORT_UNIT).or_else(|| period(MIN_BYTES, MAX_UNIT))?;
     let mut start = from;
     while start > 0 && s[start - 1] == s[start - 1 + unit] {
         start -= 1;
@@ -91,8 +108,27 @@ mod tests {
         assert!("zruogvqf zruogvqf ".contains(&r.unit), "{r:?}");
         assert!(r.repeats >= 399, "{r:?}");
         assert!(r.describe().starts_with("the arguments of the write_file call repeated"), "{}", r.describe());
-        // The same bytes short of MIN_BYTES are not (yet) a runaway.
-        assert_eq!(tail_repeat("zruogvqf ".repeat(200).as_bytes()), None);
+        // A unit of up to SHORT_UNIT bytes is stopped after SHORT_MIN_BYTES.
+        assert_eq!(tail_repeat("zruogvqf ".repeat(57).as_bytes()), Some((9, 0)));
+        assert_eq!(tail_repeat("zruogvqf ".repeat(56).as_bytes()), None, "504 bytes: not yet");
+    }
+
+    #[test]
+    fn a_short_unit_is_stopped_sooner_than_a_long_one() {
+        // Seen on atbash-cipher (tune half): a four-byte unit in a test file.
+        let head = r#"{"file_path": "atbash_cipher_test.py", "content": "assert encode('x') == '"#;
+        let s = format!("{head}{}", "zvqf".repeat(SHORT_MIN_BYTES / 4));
+        let r = Runaway::of(&s, Some("write_file")).expect("a runaway after 512 bytes");
+        assert_eq!((r.unit.as_str(), r.repeats), ("zvqf", 128), "{r:?}");
+        assert_eq!(tail_repeat(format!("{head}{}", "zvqf".repeat(127)).as_bytes()), None);
+        // A 17-byte unit needs the long rule's MIN_BYTES.
+        let line = "    x = f(1, 2)\n\n";
+        assert_eq!(line.len(), SHORT_UNIT + 1);
+        assert_eq!(tail_repeat(line.repeat(MIN_BYTES / line.len()).as_bytes()), None);
+        assert!(tail_repeat(line.repeat(MIN_BYTES / line.len() + 2).as_bytes()).is_some());
+        // A literal 16 x 16 matrix of zeros is not a runaway: its unit is a row.
+        let rows: String = (0..16).map(|_| format!("    [{}0],\n", "0, ".repeat(15))).collect();
+        assert_eq!(tail_repeat(rows.as_bytes()), None);
     }
 
     #[test]
