@@ -8,15 +8,15 @@
 //! Owns: the one fact read ([`tail_repeat`]: the last [`MIN_BYTES`] bytes
 //! of a string are one unit of at most [`MAX_UNIT`] bytes repeated
 //! verbatim, or the last [`SHORT_MIN_BYTES`] bytes one unit of at most
-//! [`SHORT_UNIT`] bytes) and the [`Runaway`] a stream ended there reports. It reads
-//! bytes, not words: the same for any language and any file. What follows
+//! [`SHORT_UNIT`] bytes) and the [`Runaway`] a stream ended there reports.
+//! It reads bytes, not words: the same for any language and any file. What follows
 //! is the agent's (`agent::turn`): nothing of the answer runs, and the
 //! model is told why.
 //!
 //! Why two lengths: what a runaway costs is tokens, and a short unit costs
 //! about a token per repeat or more (llama.cpp streamed a tool call's
 //! arguments about one byte per token: Exercism's atbash-cipher again, on
-//! the tune half, `"zvqf"` repeated in a test file for 2,358 tokens, 340 s
+//! the tune half, `"zvqf"` repeated in a test file for 2,361 tokens, 340 s
 //! of a 726 s task, before the 2 KB rule stopped it). A unit of at most
 //! [`SHORT_UNIT`] bytes is stopped after [`SHORT_MIN_BYTES`] bytes (at
 //! least 32 repeats of it, 128 of a four-byte unit).
