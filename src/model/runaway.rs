@@ -15,8 +15,8 @@
 //!
 //! Why two lengths: what a runaway costs is tokens, and a short unit costs
 //! about a token per repeat or more (llama.cpp streamed a tool call's
-//! arguments about one byte per token: Exercism's atbash-cipher again, on
-//! the tune half, `"zvqf"` repeated in a test file for 2,361 tokens, 340 s
+//! arguments about one byte per token: Exercism's atbash-cipher again, in
+//! the eval's Exercism tune sample, `"zvqf"` repeated in a test file for 2,361 tokens, 340 s
 //! of a 726 s task, before the 2 KB rule stopped it). A unit of at most
 //! [`SHORT_UNIT`] bytes is stopped after [`SHORT_MIN_BYTES`] bytes (at
 //! least 32 repeats of it, 128 of a four-byte unit).
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn a_short_unit_is_stopped_sooner_than_a_long_one() {
-        // Seen on atbash-cipher (tune half): a four-byte unit in a test file.
+        // Seen on atbash-cipher (Exercism tune sample): a four-byte unit in a test file.
         let head = r#"{"file_path": "atbash_cipher_test.py", "content": "assert encode('x') == '"#;
         let s = format!("{head}{}", "zvqf".repeat(SHORT_MIN_BYTES / 4));
         let r = Runaway::of(&s, Some("write_file")).expect("a runaway after 512 bytes");
