@@ -28,6 +28,9 @@ pub enum Mode {
 pub enum WrapUp {
     /// It made the same tool calls [`super::LOOP_REPEATS`] times in a row.
     Loop,
+    /// Every call of its answer repeated one of its previous answer that
+    /// worked, with nothing changed since: it has what it asked for.
+    Repeated,
     /// Its calls went round the same cycle a second time: its answer ends
     /// the send as `loop_detected`.
     SecondCycle,
@@ -47,5 +50,19 @@ impl Mode {
     /// True when this is a wrap-up (for any reason).
     pub fn is_wrap_up(self) -> bool {
         matches!(self, Mode::WrapUp(_))
+    }
+}
+
+impl WrapUp {
+    /// Why the answer was asked for, as the `loop_detected` message says
+    /// it ("the model made the same tool calls 3 times in a row").
+    pub fn said(self) -> String {
+        match self {
+            WrapUp::Loop => format!("the model made the same tool calls {} times in a row", super::LOOP_REPEATS),
+            WrapUp::Repeated => "the model asked again for tool results it already had".to_owned(),
+            WrapUp::SecondCycle => "the model went round the same tool calls twice".to_owned(),
+            WrapUp::Redone => "the model rewrote a file with the bytes it already held".to_owned(),
+            WrapUp::Budget => "the send's tool calls were spent".to_owned(),
+        }
     }
 }

@@ -1,15 +1,16 @@
 //! One tool round: the calls of one model answer, run in order, and what
 //! they teach the loop about where it stands.
 //!
-//! Owns, in this order: the loop stop (the same calls [`LOOP_REPEATS`]
+//! Owns, in this order: the loop stop (the same calls [`super::LOOP_REPEATS`]
 //! times in a row: the first time one answer without tools is asked for,
 //! the second ends the send), the repeat rule (a call that repeats one of
 //! the previous answer is answered with its earlier result unless the
 //! workspace may have changed since or the tool held it back), the
-//! tool-call budget, and after the calls: the cycle note (the same calls
-//! with the same results going round), the wrap-up when the model rewrote a
-//! file with the bytes it already held, and the wrap-up when the tool-call
-//! budget is spent. Every decision reads [`CallOutcome`]s and call
+//! tool-call budget, and after the calls: the wrap-up when every call
+//! repeated one that worked (the model has what it asked for), the cycle
+//! note (the same calls with the same results going round), the wrap-up
+//! when the model rewrote a file with the bytes it already held, and the
+//! wrap-up when the tool-call budget is spent. Every decision reads [`CallOutcome`]s and call
 //! signatures, never the text of a result or a request.
 
 use super::cx::SendCx;
@@ -17,7 +18,7 @@ use super::facts::CallOutcome;
 use super::mode::{Mode, WrapUp};
 use super::outcome::fail;
 use super::tool_call::{self, CallContext};
-use super::{LOOP_REPEATS, Outcome, batch, budget, loop_guard};
+use super::{Outcome, batch, budget, loop_guard};
 use crate::context;
 use crate::model::ToolCall;
 use crate::tools;
@@ -54,15 +55,20 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
             cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
             return None;
         }
+        let why = match cx.mode {
+            Mode::WrapUp(why) => why.said(),
+            _ => "its answer was asked for without tools".to_owned(),
+        };
         let error = ErrorEnvelope::new(
             ErrorCode::LoopDetected,
-            format!("the model made the same tool calls {LOOP_REPEATS} times in a row"),
+            format!("{why}, and it called tools again when asked to answer"),
         );
         return Some(fail(cx.emit, error, None, None).await);
     }
     cx.tools.result_cap =
         context::tool_result_cap(cx.config.window(cx.conv.budget.learned_window).await, tools::MAX_RESULT_BYTES);
-    let results = run_calls(cx, &turn).await;
+    let looks_again = repeats_a_look(&cx.previous, &turn.run);
+    let results = run_calls(cx, &turn, looks_again).await;
     cx.verified = false;
     if cx.mode == Mode::Act {
         cx.mode = Mode::Work;
@@ -78,7 +84,12 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
         .iter()
         .zip(&cx.facts.last_round)
         .any(|(call, outcome)| call.name == "write_file" && matches!(outcome, CallOutcome::Unchanged { .. }));
-    if cx.mode == Mode::Work && rewrote_same {
+    if cx.mode == Mode::Work && looks_again {
+        // It asked again for what it already has: ask for its answer now
+        // rather than after a third identical request.
+        cx.mode = Mode::WrapUp(WrapUp::Repeated);
+        cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
+    } else if cx.mode == Mode::Work && rewrote_same {
         // The file already holds what the model writes: ask for its answer.
         cx.mode = Mode::WrapUp(WrapUp::Redone);
         cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
@@ -94,12 +105,29 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
     None
 }
 
+/// True when every call of `calls` repeats one of `previous` (the previous
+/// answer's results that nothing has changed since) that did not fail: the
+/// model asked again for results it already has. A repeat of a failed call
+/// is not: with other arguments or another tool it may still find its way.
+pub fn repeats_a_look(previous: &[Done], calls: &[ToolCall]) -> bool {
+    !calls.is_empty()
+        && calls.iter().all(|c| {
+            let signature = loop_guard::call_signature(c);
+            previous.iter().any(|d| d.signature == signature && !d.failed)
+        })
+}
+
 /// Runs the calls of `turn` (its `note` goes with the last result), each
 /// answered from `cx.previous` when it repeats one there and nothing of
 /// this answer ran before it that may have changed the workspace. Records
 /// each outcome in `cx.facts` (and the round's in `facts.last_round`).
-/// Returns each call's (signature, result).
-async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn) -> Vec<Done> {
+/// `looks_again`: every call is such a repeat ([`repeats_a_look`]) and the
+/// model is asked for its answer next: each is answered "not run", not with
+/// its result again (on the regression set's schema_package the result
+/// shown twice, headed by the tool's name, made the 1.5B model answer with
+/// the tool's name as the package's). Returns each call's (signature,
+/// result).
+async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, looks_again: bool) -> Vec<Done> {
     let last = turn.run.len().saturating_sub(1);
     let mut results = Vec::with_capacity(turn.run.len());
     let mut outcomes = Vec::with_capacity(turn.run.len());
@@ -110,7 +138,13 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn) -> Vec<Done> {
         let earlier = cx.previous.iter().find(|d| d.signature == signature).filter(|_| !changed).cloned();
         let (text, outcome) = match earlier {
             Some(earlier) => {
-                tool_call::repeat(cx.conv, call, &earlier.text, earlier.failed);
+                if looks_again {
+                    // Its result is the message just before; the answer
+                    // is asked for next.
+                    cx.conv.push_tool_result(&call.id, REPEAT_NOT_RUN.to_owned());
+                } else {
+                    tool_call::repeat(cx.conv, call, &earlier.text, earlier.failed);
+                }
                 let outcome = if earlier.failed { CallOutcome::Failed } else { CallOutcome::Looked };
                 (earlier.text, outcome)
             }
@@ -176,5 +210,19 @@ mod tests {
         let results: Vec<Done> = writes.iter().map(done).collect();
         let kept: Vec<String> = still_valid(&writes, &outcomes, results).into_iter().map(|d| d.signature).collect();
         assert_eq!(kept, ["glob"], "a held-back write asked for again runs");
+    }
+
+    #[test]
+    fn only_calls_that_all_repeat_a_look_that_worked_ask_for_the_answer() {
+        let read = ToolCall { id: "1".into(), name: "read_file".into(), arguments: r#"{"file_path":"a"}"#.into() };
+        let glob = ToolCall { id: "2".into(), name: "glob".into(), arguments: r#"{"pattern":"*"}"#.into() };
+        let done = |c: &ToolCall, failed| Done { signature: loop_guard::call_signature(c), text: "r".into(), failed };
+        let previous = [done(&read, false), done(&glob, true)];
+        assert!(repeats_a_look(&previous, std::slice::from_ref(&read)));
+        assert!(!repeats_a_look(&previous, std::slice::from_ref(&glob)), "a failed call may be retried");
+        assert!(!repeats_a_look(&previous, &[read.clone(), glob.clone()]), "not all of them worked");
+        let other = ToolCall { arguments: r#"{"file_path":"b"}"#.into(), ..read.clone() };
+        assert!(!repeats_a_look(&previous, &[read, other]), "one call is new");
+        assert!(!repeats_a_look(&previous, &[]));
     }
 }

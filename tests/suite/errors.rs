@@ -142,17 +142,18 @@ async fn max_iterations_ends_the_send() {
 }
 
 #[tokio::test]
-async fn three_identical_iterations_get_one_last_request_that_forbids_tools() {
+async fn a_repeated_look_gets_one_last_request_that_forbids_tools() {
     let same = || Reply::tool("grep", json!({"pattern": "x", "path": "."}));
-    let (events, r, mock) = one_send(vec![same(), same(), same(), Reply::text(&["found nothing"])], json!({})).await;
+    let (events, r, mock) = one_send(vec![same(), same(), Reply::text(&["found nothing"])], json!({})).await;
     assert_eq!(r["response"], "found nothing", "{r}");
-    assert_eq!(r["iterations"], 4);
-    // The first call runs; the repeat is answered "not run again" with the
-    // earlier result; the third makes a loop: its call is answered "not
-    // run", the model is told to answer, and that request forbids tool calls.
+    assert_eq!(r["iterations"], 3);
+    // The first call runs; the repeat asks again for a result the model
+    // has: it is answered with that result, and the next request asks for
+    // the answer and forbids tool calls.
     assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "repeats are not run");
     let requests = mock.requests();
-    let last = &requests.last().unwrap().body;
+    assert!(requests[1].body.get("tool_choice").is_none());
+    let last = &requests[2].body;
     assert_eq!(last["tool_choice"], "none", "the wrap-up request forbids tool calls");
     assert!(last["tools"].is_array(), "the tools stay for the history's sake");
     let messages = last["messages"].as_array().unwrap();
@@ -165,16 +166,38 @@ async fn three_identical_iterations_get_one_last_request_that_forbids_tools() {
             .starts_with("[pirn] Stop calling tools: the same call gives the same result"),
         "{nudge}"
     );
-    assert!(requests[2].body.get("tool_choice").is_none());
+    let repeat = messages.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap();
+    assert!(
+        repeat.starts_with("Not run: the same call") && !repeat.contains("result was"),
+        "not shown again: {repeat}"
+    );
+}
+
+#[tokio::test]
+async fn three_identical_failing_iterations_get_one_last_request_that_forbids_tools() {
+    // A failed call repeated may still find its way with other arguments:
+    // it is told so, and only the third identical request makes a loop.
+    let same = || Reply::tool("read_file", json!({"file_path": "nope.txt"}));
+    let script = vec![same(), same(), same(), Reply::text(&["no such file"])];
+    let (events, r, mock) = one_send(script, json!({})).await;
+    assert_eq!(r["response"], "no such file", "{r}");
+    assert_eq!(r["iterations"], 4);
+    assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "repeats are not run");
+    let requests = mock.requests();
+    assert!(requests[2].body.get("tool_choice").is_none(), "the failed call's repeat may try again");
+    assert_eq!(requests[3].body["tool_choice"], "none");
+    let nudge =
+        requests[3].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(nudge.starts_with("[pirn] Stop calling tools"), "{nudge}");
 }
 
 #[tokio::test]
 async fn a_loop_that_goes_on_after_the_wrap_up_ends_the_send() {
     let same = || Reply::tool("grep", json!({"pattern": "x", "path": "."}));
-    let (events, r, _) = one_send(vec![same(), same(), same(), same(), Reply::text(&["never"])], json!({})).await;
+    let (events, r, _) = one_send(vec![same(), same(), same(), Reply::text(&["never"])], json!({})).await;
     assert_eq!(r["error"]["code"], "loop_detected");
     assert_eq!(r["error"]["retryable"], false);
-    assert_eq!(r["iterations"], 4);
+    assert_eq!(r["iterations"], 3);
     assert_eq!(error_event(&events)["code"], "loop_detected");
     assert_eq!(names(&events).iter().filter(|n| *n == "tool_start").count(), 1, "nothing runs after the loop");
 }

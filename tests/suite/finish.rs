@@ -174,7 +174,6 @@ async fn a_tool_call_written_out_as_the_wrap_up_answer_is_no_answer() {
     let script = vec![
         read(),
         read(),
-        read(),
         Reply::text(&["```json\n{\"name\": \"read_file\", \"arguments\": {\"file_path\": \"greet.py\"}}\n```"]),
     ];
     let files = [("greet.py", "def greet(n):\n    return 'hi ' + n\n")];
@@ -183,7 +182,7 @@ async fn a_tool_call_written_out_as_the_wrap_up_answer_is_no_answer() {
     assert_eq!(r["error"]["code"], "loop_detected", "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("wrote out another tool call"), "{r}");
     assert!(!r["response"].as_str().unwrap().contains("read_file\", \"arguments"), "not the junk: {r}");
-    assert_eq!(mock.requests()[3].body["tool_choice"], "none");
+    assert_eq!(mock.requests()[2].body["tool_choice"], "none");
 }
 
 #[tokio::test]
@@ -327,15 +326,15 @@ async fn work_done_when_the_calls_run_out_ends_ok_when_its_check_passes() {
 #[tokio::test]
 async fn after_a_loop_the_answer_without_tools_ends_the_send() {
     let glob = || Reply::tool("glob", json!({"pattern": "*.md"}));
-    let script = vec![glob(), glob(), glob(), Reply::text(&["There is one Markdown file: README.md."])];
+    let script = vec![glob(), glob(), Reply::text(&["There is one Markdown file: README.md."])];
     let (_, r, mock, _w) =
         send_with(script, &[("README.md", "# x\n")], "Which Markdown files are there?", json!({})).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["response"], "There is one Markdown file: README.md.");
     let requests = mock.requests();
-    assert_eq!(requests.len(), 4);
-    assert_eq!(requests[3].body["tool_choice"], "none");
-    let wrap_up = last_message(&mock, 3);
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].body["tool_choice"], "none");
+    let wrap_up = last_message(&mock, 2);
     assert!(wrap_up.contains("The request was: Which Markdown files are there?"), "{wrap_up}");
 }
 
