@@ -10,8 +10,9 @@
 //! repeated one that worked (the model has what it asked for), the cycle
 //! note (the same calls with the same results going round), the wrap-up
 //! when the model rewrote a file with the bytes it already held, and the
-//! wrap-up when the tool-call budget is spent. Every decision reads [`CallOutcome`]s and call
-//! signatures, never the text of a result or a request.
+//! wrap-up when the tool-call budget is spent. Every decision reads
+//! [`CallOutcome`]s and call signatures, never the text of a result or a
+//! request.
 
 use super::cx::SendCx;
 use super::facts::CallOutcome;
@@ -122,11 +123,10 @@ pub fn repeats_a_look(previous: &[Done], calls: &[ToolCall]) -> bool {
 /// this answer ran before it that may have changed the workspace. Records
 /// each outcome in `cx.facts` (and the round's in `facts.last_round`).
 /// `looks_again`: every call is such a repeat ([`repeats_a_look`]) and the
-/// model is asked for its answer next: each is answered "not run", not with
-/// its result again (on the regression set's schema_package the result
-/// shown twice, headed by the tool's name, made the 1.5B model answer with
-/// the tool's name as the package's). Returns each call's (signature,
-/// result).
+/// model is asked for its answer next: each is answered "not run", as after
+/// a loop, since its result is the message just before (showing it again
+/// cost up to 2,000 bytes of prompt and changed no answer measured).
+/// Returns each call's (signature, result).
 async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, looks_again: bool) -> Vec<Done> {
     let last = turn.run.len().saturating_sub(1);
     let mut results = Vec::with_capacity(turn.run.len());
