@@ -68,8 +68,9 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
     }
     cx.tools.result_cap =
         context::tool_result_cap(cx.config.window(cx.conv.budget.learned_window).await, tools::MAX_RESULT_BYTES);
-    let looks_again = repeats_a_look(&cx.previous, &turn.run);
-    let results = run_calls(cx, &turn, looks_again).await;
+    let signatures: Vec<String> = turn.run.iter().map(loop_guard::call_signature).collect();
+    let looks_again = repeats_a_look(&cx.previous, &signatures);
+    let results = run_calls(cx, &turn, &signatures, looks_again).await;
     cx.verified = false;
     if cx.mode == Mode::Act {
         cx.mode = Mode::Work;
@@ -106,16 +107,13 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
     None
 }
 
-/// True when every call of `calls` repeats one of `previous` (the previous
-/// answer's results that nothing has changed since) that did not fail: the
-/// model asked again for results it already has. A repeat of a failed call
-/// is not: with other arguments or another tool it may still find its way.
-pub fn repeats_a_look(previous: &[Done], calls: &[ToolCall]) -> bool {
-    !calls.is_empty()
-        && calls.iter().all(|c| {
-            let signature = loop_guard::call_signature(c);
-            previous.iter().any(|d| d.signature == signature && !d.failed)
-        })
+/// True when every call (by [`loop_guard::call_signature`], one per call
+/// of the answer) repeats one of `previous` (the previous answer's results
+/// that nothing has changed since) that did not fail: the model asked again
+/// for results it already has. A repeat of a failed call is not: with other
+/// arguments or another tool it may still find its way.
+pub fn repeats_a_look(previous: &[Done], signatures: &[String]) -> bool {
+    !signatures.is_empty() && signatures.iter().all(|sig| previous.iter().any(|d| d.signature == *sig && !d.failed))
 }
 
 /// Runs the calls of `turn` (its `note` goes with the last result), each
@@ -127,14 +125,14 @@ pub fn repeats_a_look(previous: &[Done], calls: &[ToolCall]) -> bool {
 /// a loop, since its result is the message just before (showing it again
 /// cost up to 2,000 bytes of prompt and changed no answer measured).
 /// Returns each call's (signature, result).
-async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, looks_again: bool) -> Vec<Done> {
+async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String], looks_again: bool) -> Vec<Done> {
     let last = turn.run.len().saturating_sub(1);
     let mut results = Vec::with_capacity(turn.run.len());
     let mut outcomes = Vec::with_capacity(turn.run.len());
     let mut changed = false;
-    for (i, call) in turn.run.iter().enumerate() {
+    for (i, (call, signature)) in turn.run.iter().zip(signatures).enumerate() {
         let note = if i == last { turn.note.as_deref() } else { None };
-        let signature = loop_guard::call_signature(call);
+        let signature = signature.clone();
         let earlier = cx.previous.iter().find(|d| d.signature == signature).filter(|_| !changed).cloned();
         let (text, outcome) = match earlier {
             Some(earlier) => {
@@ -218,11 +216,12 @@ mod tests {
         let glob = ToolCall { id: "2".into(), name: "glob".into(), arguments: r#"{"pattern":"*"}"#.into() };
         let done = |c: &ToolCall, failed| Done { signature: loop_guard::call_signature(c), text: "r".into(), failed };
         let previous = [done(&read, false), done(&glob, true)];
-        assert!(repeats_a_look(&previous, std::slice::from_ref(&read)));
-        assert!(!repeats_a_look(&previous, std::slice::from_ref(&glob)), "a failed call may be retried");
-        assert!(!repeats_a_look(&previous, &[read.clone(), glob.clone()]), "not all of them worked");
+        let sigs = |calls: &[&ToolCall]| calls.iter().map(|c| loop_guard::call_signature(c)).collect::<Vec<_>>();
+        assert!(repeats_a_look(&previous, &sigs(&[&read])));
+        assert!(!repeats_a_look(&previous, &sigs(&[&glob])), "a failed call may be retried");
+        assert!(!repeats_a_look(&previous, &sigs(&[&read, &glob])), "not all of them worked");
         let other = ToolCall { arguments: r#"{"file_path":"b"}"#.into(), ..read.clone() };
-        assert!(!repeats_a_look(&previous, &[read, other]), "one call is new");
+        assert!(!repeats_a_look(&previous, &sigs(&[&read, &other])), "one call is new");
         assert!(!repeats_a_look(&previous, &[]));
     }
 }

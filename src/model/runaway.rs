@@ -16,8 +16,8 @@
 //! Why two lengths: what a runaway costs is tokens, and a short unit costs
 //! about a token per repeat or more (llama.cpp streamed a tool call's
 //! arguments about one byte per token: Exercism's atbash-cipher again, in
-//! the eval's Exercism tune sample, `"zvqf"` repeated in a test file for 2,361 tokens, 340 s
-//! of a 726 s task, before the 2 KB rule stopped it). A unit of at most
+//! the eval's Exercism tune sample, `"zvqf"` repeated in a test file for
+//! 2,361 tokens, 340 s of a 726 s task, before the 2 KB rule stopped it). A unit of at most
 //! [`SHORT_UNIT`] bytes is stopped after [`SHORT_MIN_BYTES`] bytes (at
 //! least 32 repeats of it, 128 of a four-byte unit).
 //!
