@@ -124,10 +124,15 @@ fn existing_text(ctx: &ToolContext, target: &Confined) -> Option<String> {
 }
 
 /// The 1-based numbers and text of the non-blank lines of `old` that
-/// `content` does not keep (compared trimmed), and how many non-blank
-/// lines `old` has.
+/// `content` does not keep, and how many non-blank lines `old` has.
+///
+/// A line is kept when `content` has a line with the same trimmed text, or
+/// when its text without white space occurs in `content` without white
+/// space: a file laid out anew (JSON put on one line, code re-indented or
+/// re-wrapped) keeps its lines, though none is where it was.
 fn removed_lines<'a>(old: &'a str, content: &str) -> (Vec<(usize, &'a str)>, usize) {
     let kept: std::collections::HashSet<&str> = content.lines().map(str::trim).collect();
+    let squeezed = without_white_space(content);
     let mut total = 0;
     let mut removed = Vec::new();
     for (i, line) in old.lines().enumerate() {
@@ -135,11 +140,16 @@ fn removed_lines<'a>(old: &'a str, content: &str) -> (Vec<(usize, &'a str)>, usi
             continue;
         }
         total += 1;
-        if !kept.contains(line.trim()) {
+        if !kept.contains(line.trim()) && !squeezed.contains(&without_white_space(line)) {
             removed.push((i + 1, line));
         }
     }
     (removed, total)
+}
+
+/// `text` with every white-space character taken out.
+fn without_white_space(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 /// The error that holds back a rewrite removing most of a guarded file
@@ -181,6 +191,18 @@ mod tests {
         let (removed, total) = removed_lines(old, "import os\n\ndef a():\n    return 1\n");
         assert_eq!(total, 5);
         assert_eq!(removed, vec![(6, "def b():"), (7, "    return 2")]);
+    }
+
+    #[test]
+    fn a_file_laid_out_anew_keeps_its_lines() {
+        let old = "{\n  \"name\": \"web\",\n  \"port\": \"8O80\",\n  \"debug\": false\n}\n";
+        // The same settings on one line, one value changed: one line removed.
+        let (removed, total) = removed_lines(old, "{\"name\": \"web\",\"port\": 8080,\"debug\": false}");
+        assert_eq!(total, 5);
+        assert_eq!(removed, vec![(3, "  \"port\": \"8O80\",")]);
+        // A file replaced by one of its values keeps none of it.
+        let (removed, _) = removed_lines(old, "8080");
+        assert_eq!(removed.len(), 5);
     }
 
     #[test]
