@@ -169,6 +169,9 @@ pub struct SessionConfig {
     /// Ask the model whether an answer that changed no file was asked for
     /// a change (`config.request_check`, see `agent::gates::asked`).
     pub request_check: bool,
+    /// Ask the model whether an answer that changed no file says it
+    /// changed files (`config.claim_check`, see `agent::gates::claimed`).
+    pub claim_check: bool,
     /// The client's file system, when the transport offers one (ACP's
     /// `fs/*`); `None` from an init config. See `tools::client_files`.
     pub client_files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
@@ -323,6 +326,7 @@ impl SessionConfig {
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
             request_check: config.request_check.unwrap_or(false),
+            claim_check: config.claim_check.unwrap_or(false),
             client_files: None,
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),

@@ -18,8 +18,9 @@ pub enum Mode {
     Structured,
     /// One request in which the model must call a tool (`tool_choice:
     /// "required"`): it answered without any file having changed, and it
-    /// reads the request as asking for a change (the `Asked` gate). Work
-    /// again after that round.
+    /// reads its answer as reporting a change (the `Claimed` gate) or the
+    /// request as asking for one (the `Asked` gate). Work again after that
+    /// round.
     Act,
 }
 

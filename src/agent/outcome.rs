@@ -27,8 +27,8 @@ pub enum Outcome {
 pub(super) enum Shown {
     /// A turn: each text piece is a `content_delta`.
     Deltas,
-    /// A side call (the compaction summary, the request's reading): the
-    /// host sees its usage, not its text.
+    /// A side call (the compaction summary, a reading of the request or an
+    /// answer): the host sees its usage, not its text.
     Hidden,
 }
 
@@ -58,8 +58,8 @@ pub(super) async fn call_model(
     result
 }
 
-/// A model call the host sees only as usage (the compaction summary, the
-/// request's reading): made like a turn ([`call_model`], [`Shown::Hidden`]),
+/// A model call the host sees only as usage (the compaction summary, a
+/// reading of the request or an answer): made like a turn ([`call_model`], [`Shown::Hidden`]),
 /// its time counted as model time, its tokens charged to the send's token
 /// budget (an estimate from the body's size and the text when the server
 /// reports no usage) and its usage added to the send's and emitted as a

@@ -67,6 +67,12 @@ pub struct RunArgs {
     /// config `request_check`).
     #[arg(long)]
     request_check: bool,
+    /// Ask the model whether an answer that changed no file says it
+    /// changed files; send it back once to make the change, then fail the
+    /// send if it says so again (one short extra call per such answer;
+    /// config `claim_check`).
+    #[arg(long)]
+    claim_check: bool,
     /// A variable of pirn's environment that bash also gets (repeatable or
     /// comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
@@ -138,6 +144,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),
         request_check: args.request_check.then_some(true),
+        claim_check: args.claim_check.then_some(true),
         env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
         max_cost_usd: args.max_budget_usd,
         hooks: args.settings,

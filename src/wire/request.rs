@@ -116,6 +116,14 @@ pub struct InitConfig {
     /// false `ok`s into failures, and harm rose by one task in one run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_check: Option<bool>,
+    /// When the model answers without any file having changed in the send,
+    /// ask the model (one short extra call, its answer held to a JSON
+    /// schema, only the answer shown) whether its answer says files were
+    /// changed; when it says so, send the model back once to make the
+    /// change, and end the send `verification_failed` if a later answer
+    /// says so again with still nothing changed (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_check: Option<bool>,
     /// Removed: pirn makes no tool calls of its own (it once read the files
     /// a request named and ran the command it named before the model's
     /// first answer). Accepted so older clients still start; has no effect.

@@ -13,11 +13,23 @@ use super::worker::Worker;
 async fn send(script: Vec<Reply>, reads_change: bool, message: &str, config: Value) -> (Value, MockServer, Worker) {
     let mock = MockServer::start(script).await;
     mock.reads_change(reads_change);
+    send_on_app_py(mock, "request_check", message, config).await
+}
+
+/// One send of `message` through `mock` to a fresh worker whose workspace
+/// holds `app.py` (`f` returning 1), with the gate `check` (a config key)
+/// on unless `config` says otherwise.
+pub(super) async fn send_on_app_py(
+    mock: MockServer,
+    check: &str,
+    message: &str,
+    config: Value,
+) -> (Value, MockServer, Worker) {
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("app.py"), "def f():\n    return 1\n").unwrap();
     let mut config = config;
-    if config.get("request_check").is_none() {
-        config["request_check"] = json!(true);
+    if config.get(check).is_none() {
+        config[check] = json!(true);
     }
     let (mut w, _) = w.init("0.3.0", config).await;
     w.write(json!({"type": "send", "id": "s", "message": message})).await;
@@ -27,26 +39,37 @@ async fn send(script: Vec<Reply>, reads_change: bool, message: &str, config: Val
 
 #[tokio::test]
 async fn a_change_answered_without_a_write_is_sent_back_once_and_then_made() {
+    let mock = sent_back_once_then_made("I changed f to return 2.", "request_check", |m| m.reads_change(true)).await;
+    let shown = &mock.readings()[0]["messages"];
+    assert!(shown[1]["content"].as_str().unwrap().contains("Make f in app.py return 2."), "the request: {shown}");
+    assert!(mock.requests()[2].body["messages"].to_string().contains("No file has changed in this send"));
+}
+
+/// A gate's (`check`'s) send back: the model answers `claim` after reading
+/// app.py, the gate (its reading set up by `setup`) sends it back once with
+/// a required tool call, the write lands and the send ends `ok`, read once.
+/// Returns the mock, for what the reading and the note say.
+pub(super) async fn sent_back_once_then_made(claim: &str, check: &str, setup: impl Fn(&MockServer)) -> MockServer {
     let script = vec![
         Reply::tool("read_file", json!({"file_path": "app.py"})),
-        Reply::text(&["I changed f to return 2."]),
+        Reply::text(&[claim]),
         Reply::tool("write_file", json!({"file_path": "app.py", "content": "def f():\n    return 2\n"})),
         Reply::text(&["f now returns 2."]),
     ];
-    let (r, mock, w) = send(script, true, "Make f in app.py return 2.", json!({})).await;
+    let mock = MockServer::start(script).await;
+    setup(&mock);
+    let (r, mock, w) = send_on_app_py(mock, check, "Make f in app.py return 2.", json!({})).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), "def f():\n    return 2\n");
     assert_eq!(r["files_changed"], json!(["app.py"]), "{r}");
     let readings = mock.readings();
     assert_eq!(readings.len(), 1, "read once, at the answer that changed nothing");
-    let shown = readings[0]["messages"].as_array().unwrap();
-    assert_eq!(shown.len(), 2, "the reading sees the request alone: {shown:?}");
-    assert!(shown[1]["content"].as_str().unwrap().contains("Make f in app.py return 2."));
+    assert_eq!(readings[0]["messages"].as_array().unwrap().len(), 2, "the reading sees one text alone");
     assert!(readings[0].get("tools").is_none() && readings[0]["response_format"]["type"] == "json_schema");
     let second = &mock.requests()[2].body;
-    assert!(second["messages"].to_string().contains("No file has changed in this send"), "the model hears it");
     assert_eq!(second["tool_choice"], "required", "the next request must act");
     assert!(mock.requests()[3].body.get("tool_choice").is_none(), "then the tools are free again");
+    mock
 }
 
 #[tokio::test]

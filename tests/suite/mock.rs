@@ -130,6 +130,9 @@ struct Script {
     /// The text pirn's reading of a request (its `Asked` gate) is answered
     /// with (`None`: `{"changes_files": false}`).
     reading: Option<String>,
+    /// The text pirn's reading of an answer (its `Claimed` gate) is
+    /// answered with (`None`: `{"reports_change": false}`).
+    claim: Option<String>,
 }
 
 impl Drop for MockServer {
@@ -216,6 +219,13 @@ impl MockServer {
         self.script.lock().unwrap().reading = Some(text.to_owned());
     }
 
+    /// Answer pirn's readings of an answer with `{"reports_change": claims}`
+    /// (default false); they are among [`Self::readings`].
+    #[allow(dead_code)]
+    pub fn claims(&self, claims: bool) {
+        self.script.lock().unwrap().claim = Some(format!("{{\"reports_change\": {claims}}}"));
+    }
+
     pub fn push(&self, reply: Reply) {
         self.script.lock().unwrap().replies.push_back(reply);
     }
@@ -280,10 +290,18 @@ async fn serve(
             None => respond_status(&mut stream, 404, r#"{"error":{"message":"File Not Found"}}"#, None).await,
         };
     }
-    // pirn's reading of a request gets the configured answer, kept apart.
-    if body["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("You sort requests")) {
-        let text = script.lock().unwrap().reading.clone();
-        let text = text.unwrap_or_else(|| r#"{"changes_files": false}"#.to_owned());
+    // pirn's readings of a request or an answer get the configured answer,
+    // kept apart.
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let (request, answer) = (system.starts_with("You sort requests"), system.starts_with("You check the final reply"));
+    if request || answer {
+        let text = {
+            let s = script.lock().unwrap();
+            if request { s.reading.clone() } else { s.claim.clone() }
+        };
+        let text = text.unwrap_or_else(|| {
+            if request { r#"{"changes_files": false}"# } else { r#"{"reports_change": false}"# }.to_owned()
+        });
         readings.lock().unwrap().push(body);
         start_sse(&mut stream).await?;
         let delta = json!({"choices": [{"index": 0, "delta": {"content": text}}]});

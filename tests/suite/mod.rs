@@ -10,6 +10,7 @@ mod architecture;
 mod asked;
 mod cancel;
 mod cassette;
+mod claimed;
 mod claude;
 mod console;
 mod context;

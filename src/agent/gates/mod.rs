@@ -9,7 +9,7 @@
 //! the send with an error. No gate reads the user's request or the
 //! model's prose: where a check needs to know what was asked, the operator
 //! says it (`verify_command`, `output_schema`) or the model does
-//! ([`Gate::Asked`]).
+//! ([`Gate::Claimed`], [`Gate::Asked`]).
 //!
 //! | gate | reads | may |
 //! |---|---|---|
@@ -19,6 +19,7 @@
 //! | [`Gate::HeldBack`] | writes held back, not confirmed | send back once |
 //! | [`Gate::Broken`] | files that parsed before the send and not now | send back once, then fail `verification_failed` |
 //! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
+//! | [`Gate::Claimed`] | no file changed, no command ran; the model's reading of its answer (one extra call) | send back once, then fail `verification_failed` |
 //! | [`Gate::Asked`] | no file changed, no command ran; the model's reading of the request (one extra call) | send back once |
 //! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
 //! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
@@ -27,10 +28,12 @@
 mod asked;
 mod broken;
 mod budget_stop;
+mod claimed;
 mod cut_off;
 mod held_back;
 mod landed;
 mod loop_stop;
+mod reading;
 mod schema;
 mod stop_hook;
 mod verify;
@@ -71,6 +74,7 @@ pub enum Gate {
     HeldBack,
     Broken,
     Landed,
+    Claimed,
     Asked,
     Verify,
     Schema,
@@ -80,15 +84,16 @@ pub enum Gate {
 /// The order in which an answer meets the gates: first what makes it no
 /// answer at all (cut off, out of budget, a loop), then whether the work
 /// it reports is on disk and sound, whether an answer that changed nothing
-/// was asked for a change, then the operator's check, the form
+/// says it changed something or was asked for a change, then the operator's check, the form
 /// the operator asked for, and last the operator's own Stop hooks.
-pub const ORDER: [Gate; 10] = [
+pub const ORDER: [Gate; 11] = [
     Gate::CutOff,
     Gate::BudgetStop,
     Gate::LoopStop,
     Gate::HeldBack,
     Gate::Broken,
     Gate::Landed,
+    Gate::Claimed,
     Gate::Asked,
     Gate::Verify,
     Gate::Schema,
@@ -105,6 +110,7 @@ impl Gate {
             Gate::HeldBack => held_back::review(cx),
             Gate::Broken => broken::review(cx).await,
             Gate::Landed => landed::review(cx).await,
+            Gate::Claimed => claimed::review(cx, &answer.text).await,
             Gate::Asked => asked::review(cx).await,
             Gate::Verify => verify::review(cx).await,
             Gate::Schema => schema::review(cx, answer),
