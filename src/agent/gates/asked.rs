@@ -21,7 +21,7 @@
 //! send's ([`crate::agent::outcome::side_call`]).
 
 use super::Verdict;
-use super::reading::{quiet, yes_no};
+use super::reading::{Ask, quiet, yes_no};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 
@@ -30,14 +30,16 @@ pub const NOTE: &str = "No file has changed in this send: nothing you described 
      asks for a change to files, call edit_file or write_file now to make it. If it asks only for information, call \
      read_file or grep for what you need, then answer.";
 
-/// The reading call's instructions.
-const SYSTEM: &str = "You sort requests made to a coding assistant that works in a project's files. Decide \
-     whether doing what the request asks means creating, editing or deleting files, or only reading files, \
-     running commands and answering in words.";
-
-/// What the reading call asks about the request.
-const QUESTION: &str =
-    "Does this request ask for a change to the project's files (true), or only for information in words (false)?";
+/// The reading: the request alone, asked whether it asks for a change.
+const ASK: Ask = Ask {
+    system: "You sort requests made to a coding assistant that works in a project's files. Decide whether doing \
+             what the request asks means creating, editing or deleting files, or only reading files, running \
+             commands and answering in words.",
+    label: "Request",
+    question: "Does this request ask for a change to the project's files (true), or only for information in words \
+               (false)?",
+    key: "changes_files",
+};
 
 pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     // A write held back was an attempt at a change: the `HeldBack` gate
@@ -50,7 +52,7 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     // reading, and a failed call is not made again.
     if cx.reading == Reading::NotYet {
         let request = cx.request;
-        cx.reading = match yes_no(cx, SYSTEM, "Request", request, QUESTION, "changes_files").await {
+        cx.reading = match yes_no(cx, ASK, request).await {
             Some(changes) => Reading::ChangesFiles(changes),
             None => Reading::Failed,
         };

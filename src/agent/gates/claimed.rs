@@ -1,9 +1,9 @@
 //! Gate: an answer that reports a change, from a send that changed nothing.
 //!
 //! Reads: that no file changed in the send (a write held back did not
-//! land) and no command ran ([`super::reading::quiet`]), and the model's own reading of its answer:
-//! one short extra call that shows the model only the answer and holds its
-//! reply to `{"reports_change": boolean}`. pirn reads no word of the answer
+//! land) and no command ran ([`super::reading::quiet`]), and the model's
+//! own reading of its answer: one short extra call that shows the model
+//! only the answer and holds its reply to `{"reports_change": boolean}`. pirn reads no word of the answer
 //! itself; the model says what the answer reports and the facts say what
 //! is on disk. A send ends `ok` only when what it reports is there.
 //!
@@ -20,7 +20,7 @@
 //! the answer through. Each answer it sees costs one reading.
 
 use super::Verdict;
-use super::reading::{quiet, yes_no};
+use super::reading::{Ask, quiet, yes_no};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};
@@ -31,14 +31,16 @@ pub const NOTE: &str = "No file has changed in this send, but your answer says f
      written until an edit_file or write_file call succeeds. If the request asks for a change, call edit_file or \
      write_file now to make it. If it does not, read what you need and answer without saying you changed anything.";
 
-/// The reading call's instructions.
-const SYSTEM: &str = "You check the final reply of a coding assistant that works in a project's files. Decide \
-     whether the reply says the assistant has itself created, changed or deleted files (true), or not (false: it \
-     answers a question, explains, shows code the user could use, says what should be done, or says nothing \
-     needed to change).";
-
-/// What the reading call asks about the answer.
-const QUESTION: &str = "Does this reply say the assistant has changed files?";
+/// The reading: the answer alone, asked whether it says files were changed.
+const ASK: Ask = Ask {
+    system: "You check the final reply of a coding assistant that works in a project's files. Decide whether the \
+             reply says the assistant has itself created, changed or deleted files (true), or not (false: it \
+             answers a question, explains, shows code the user could use, says what should be done, or says \
+             nothing needed to change).",
+    label: "Reply",
+    question: "Does this reply say the assistant has changed files?",
+    key: "reports_change",
+};
 
 /// The gate's name for [`SendCx::fire_once`].
 const NAME: &str = "claimed";
@@ -48,7 +50,7 @@ pub(super) async fn review(cx: &mut SendCx<'_>, answer: &str) -> Verdict {
         return Verdict::Pass;
     }
     let sent_back = cx.fired.contains(&NAME);
-    if yes_no(cx, SYSTEM, "Reply", answer, QUESTION, "reports_change").await != Some(true) {
+    if yes_no(cx, ASK, answer).await != Some(true) {
         return Verdict::Pass;
     }
     if !sent_back {

@@ -84,8 +84,9 @@ pub enum Gate {
 /// The order in which an answer meets the gates: first what makes it no
 /// answer at all (cut off, out of budget, a loop), then whether the work
 /// it reports is on disk and sound, whether an answer that changed nothing
-/// says it changed something or was asked for a change, then the operator's check, the form
-/// the operator asked for, and last the operator's own Stop hooks.
+/// says it changed something or was asked for a change, then the
+/// operator's check, the form the operator asked for, and last the
+/// operator's own Stop hooks.
 pub const ORDER: [Gate; 11] = [
     Gate::CutOff,
     Gate::BudgetStop,

@@ -35,61 +35,55 @@ pub(super) fn quiet(cx: &SendCx<'_>) -> bool {
         && !cx.spec.meter.tokens_spent()
 }
 
-/// The model's answer to `question` about `text` (its head, when long),
-/// under instructions `system`: `Some(b)` when it answered
-/// `{"<key>": b}`; `None` when the call failed or its answer was not that
-/// JSON (a reading that cannot be had lets the answer through).
-pub(super) async fn yes_no(
-    cx: &mut SendCx<'_>,
-    system: &str,
-    label: &str,
-    text: &str,
-    question: &str,
-    key: &str,
-) -> Option<bool> {
-    let body = request(&cx.config.model, cx.config.temperature, system, label, text, question, key);
-    let body = serde_json::to_vec(&body).ok()?;
+/// What one reading asks: the instructions, the label the text is shown
+/// under, the question after it, and the JSON key of the boolean answer.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ask {
+    pub system: &'static str,
+    pub label: &'static str,
+    pub question: &'static str,
+    pub key: &'static str,
+}
+
+/// The model's answer to `ask` about `text` (its head, when long):
+/// `Some(b)` when it answered `{"<key>": b}`; `None` when the call failed
+/// or its answer was not that JSON (a reading that cannot be had lets the
+/// answer through).
+pub(super) async fn yes_no(cx: &mut SendCx<'_>, ask: Ask, text: &str) -> Option<bool> {
+    let body = serde_json::to_vec(&request(&cx.config.model, cx.config.temperature, ask, text)).ok()?;
     let said = match side_call(cx.config, body.into(), cx.emit, cx.stats).await {
         Ok(said) => said,
         Err(e) => {
-            tracing::info!(key, "a reading call failed: {e}");
+            tracing::info!(key = ask.key, "a reading call failed: {e}");
             return None;
         }
     };
     let said: Value = serde_json::from_str(said.trim()).ok()?;
-    let answer = said.get(key)?.as_bool()?;
-    tracing::info!(key, answer, "the model's reading");
+    let answer = said.get(ask.key)?.as_bool()?;
+    tracing::info!(key = ask.key, answer, "the model's reading");
     Some(answer)
 }
 
-/// The reading call's body: `system`, then `label`, the head of `text` and
-/// `question` as one user message; no tools; at most 16 tokens held to
-/// `{"<key>": boolean}`.
-fn request(
-    model: &str,
-    temperature: Option<f32>,
-    system: &str,
-    label: &str,
-    text: &str,
-    question: &str,
-    key: &str,
-) -> Value {
+/// The reading call's body: `ask.system`, then one user message with
+/// `ask.label`, the head of `text` and `ask.question`; no tools; at most 16
+/// tokens held to `{"<key>": boolean}`.
+fn request(model: &str, temperature: Option<f32>, ask: Ask, text: &str) -> Value {
     let mut end = text.len().min(MAX_SHOWN_BYTES);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let user = format!("{label}:\n{}\n\n{question} Answer with JSON.", &text[..end]);
+    let user = format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, &text[..end], ask.question);
     json!({
         "model": model,
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        "messages": [{"role": "system", "content": ask.system}, {"role": "user", "content": user}],
         "stream": true,
         "stream_options": {"include_usage": true},
         "temperature": temperature.unwrap_or(0.0),
         "max_tokens": 16,
-        "response_format": {"type": "json_schema", "json_schema": {"name": key, "schema": {
+        "response_format": {"type": "json_schema", "json_schema": {"name": ask.key, "schema": {
             "type": "object",
-            "properties": {key: {"type": "boolean"}},
-            "required": [key],
+            "properties": {ask.key: {"type": "boolean"}},
+            "required": [ask.key],
         }}},
     })
 }
@@ -101,7 +95,8 @@ mod tests {
     #[test]
     fn a_reading_shows_only_the_head_of_a_long_text() {
         let long = "é".repeat(3000);
-        let body = request("m", None, "sys", "Request", &long, "Is it?", "changes_files");
+        let ask = Ask { system: "sys", label: "Request", question: "Is it?", key: "changes_files" };
+        let body = request("m", None, ask, &long);
         let user = body["messages"][1]["content"].as_str().unwrap();
         assert!(user.starts_with("Request:\n") && user.ends_with("Is it? Answer with JSON."), "{user}");
         assert!(user.len() < MAX_SHOWN_BYTES + 100, "{}", user.len());
