@@ -1,0 +1,5 @@
+from shop import discount
+
+
+def test_discount():
+    assert discount(200, 10) == 180

@@ -1,0 +1,3 @@
+module example.com/retry
+
+go 1.21

@@ -1,0 +1,4 @@
+package config
+
+// DefaultPort is used when PORT is not set.
+const DefaultPort = 8080

@@ -1,0 +1,3 @@
+module example.com/srv
+
+go 1.21

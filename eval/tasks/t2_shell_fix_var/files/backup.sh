@@ -1,0 +1,5 @@
+#!/bin/sh
+SRC=./data
+DEST=./backups
+mkdir -p "$DEST"
+cp -r "$SRC" "$DESTINATION/"

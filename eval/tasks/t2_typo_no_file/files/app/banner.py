@@ -1,0 +1,2 @@
+def banner(user):
+    return f"Welcom to Ledger, {user}!"
