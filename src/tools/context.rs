@@ -34,12 +34,22 @@ pub struct ToolContext {
     /// Names of pirn's environment variables that `bash` also gets, beyond
     /// [`crate::sandbox::BASE_ENV`].
     pub env_passthrough: std::sync::Arc<[String]>,
-    /// Files `write_file` or `edit_file` changed in this send, each with
-    /// whether it parsed before the first change (see [`ToolContext::broken`]).
-    pub written: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>>,
+    /// Files `write_file` or `edit_file` went to change in this send, each
+    /// as it was before the first such call (see [`FirstWrite`]).
+    pub written: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, FirstWrite>>>,
     /// The client's file system, when the transport's client offers one
     /// (see [`client_files`]); file tools read and write text through it.
     pub client_files: Option<std::sync::Arc<dyn client_files::ClientFiles>>,
+}
+
+/// A file as it was before a send's first `write_file` or `edit_file` call on it.
+#[derive(Debug, Clone)]
+pub struct FirstWrite {
+    /// It parsed then (or is of a kind [`syntax::problem`] does not know).
+    pub parsed: bool,
+    /// Its text then (at most [`read_file::MAX_FILE_BYTES`]: what the
+    /// writing tools read); `None` for a file the send created.
+    pub text: Option<String>,
 }
 
 impl ToolContext {
@@ -78,8 +88,16 @@ impl ToolContext {
         let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
         if !written.contains_key(path) {
             let parsed = before.is_none_or(|text| syntax::problem(path, text).is_none());
-            written.insert(path.to_path_buf(), parsed);
+            written.insert(path.to_path_buf(), FirstWrite { parsed, text: before.map(str::to_owned) });
         }
+    }
+
+    /// True when `path` held `needle` before this send's first
+    /// `write_file` or `edit_file` call on it: a later call of the send
+    /// that finds `needle` gone finds the send's own change.
+    pub fn held_before(&self, path: &Path, needle: &str) -> bool {
+        let written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        written.get(path).and_then(|w| w.text.as_deref()).is_some_and(|text| text.contains(needle))
     }
 
     /// The files this send changed that parsed before and do not now
@@ -88,7 +106,7 @@ impl ToolContext {
     pub fn broken(&self) -> Vec<(String, String)> {
         let written: Vec<PathBuf> = {
             let w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            w.iter().filter(|(_, parsed)| **parsed).map(|(p, _)| p.clone()).collect()
+            w.iter().filter(|(_, first)| first.parsed).map(|(p, _)| p.clone()).collect()
         };
         let mut out: Vec<(String, String)> = written
             .iter()

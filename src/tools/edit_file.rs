@@ -5,9 +5,10 @@
 //! `replace_all`, exact only): exact; lines equal once trimmed (re-indented);
 //! equal once all whitespace is ignored (only the changed part is spliced in,
 //! see [`super::edit_match`]); the same lines with a few file lines left out
-//! of `old_string`; then an error quoting the closest region, keeping the file's line endings (CRLF files get
-//! CRLF replacements), the atomic write, and the excerpt that shows the model
-//! what changed.
+//! of `old_string`; then an error saying the send's own earlier write took
+//! `old_string` away, or quoting the closest region. Also: keeping the
+//! file's line endings (CRLF files get CRLF replacements), the atomic
+//! write, and the excerpt that shows the model what changed.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -68,6 +69,23 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
         text: done + &note + &super::syntax::after_write(ctx, &file_path),
         effect: Effect::Changed { hash: super::content_hash(updated.as_bytes()), path, created: false },
     })
+}
+
+/// The error for an edit whose old_string the file held before this send
+/// changed it and holds no more (`deletion`: new_string is empty).
+fn gone_since(shown: &str, deletion: bool) -> String {
+    if deletion {
+        format!(
+            "{shown}: old_string not found, and nothing was written; it was in the file before your earlier \
+             change in this request, which removed it, so this deletion looks made already. Go on with the rest \
+             of the task."
+        )
+    } else {
+        format!(
+            "{shown}: old_string not found, and nothing was written; it was in the file before your earlier \
+             change in this request, which changed that part. Call read_file to see the file as it is now."
+        )
+    }
 }
 
 /// What a successful edit returns: the text for the model, the file's new
@@ -170,6 +188,11 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
                 excerpt(&g.updated, first, span.saturating_sub(first) + 1)
             );
             return Ok((text, g.updated, path, content));
+        }
+        // The file held old_string when the send first went to change it:
+        // the send's own earlier call changed that part.
+        if ctx.held_before(&path, &old) {
+            return fail(gone_since(&shown, new.trim().is_empty()));
         }
         let region = super::edit_match::closest_region(&content, &args.old_string);
         let hint = if region.is_empty() { near_miss(&content, &args.old_string) } else { region };

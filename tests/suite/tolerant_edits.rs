@@ -176,3 +176,54 @@ async fn grep_for_copied_code_finds_the_code() {
     let out = call_tool(&mut w, &mock, "grep", json!({"pattern": "def \\w+\\(self\\)"})).await;
     assert!(out.starts_with("stack.py:2:"), "a regex that matches is a regex: {out}");
 }
+
+#[tokio::test]
+async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_a_new_send_does_not() {
+    use super::mock::Reply;
+    let (mut w, mock) = mock_worker(vec![], &[], json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let settings = "{\n  \"theme\": \"dark\",\n  \"legacy\": true,\n  \"size\": 13\n}\n";
+    std::fs::write(ws.join("settings.json"), settings).unwrap();
+    let drop_legacy = json!({"file_path": "settings.json", "old_string": "  \"legacy\": true,\n", "new_string": ""});
+    let rename_theme = json!({"file_path": "settings.json", "old_string": "\"theme\"", "new_string": "\"ui\""});
+    for reply in [
+        Reply::tool("edit_file", drop_legacy.clone()),
+        Reply::tool("edit_file", rename_theme.clone()),
+        Reply::tool("edit_file", drop_legacy.clone()),
+        Reply::tool("edit_file", rename_theme.clone()),
+        Reply::text(&["done"]),
+    ] {
+        mock.push(reply);
+    }
+    w.write(json!({"type":"send","id":"a","message":"drop legacy, rename theme"})).await;
+    let (_, r) = w.result_for("a").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let now = "{\n  \"ui\": \"dark\",\n  \"size\": 13\n}\n";
+    assert_eq!(std::fs::read_to_string(ws.join("settings.json")).unwrap(), now);
+    let reqs = mock.requests();
+    let tool_text = |i: usize| {
+        let msgs = reqs[i].body["messages"].as_array().unwrap();
+        msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
+    };
+    // The deletion again: its text was in the file before this send's own
+    // change, so the error says the deletion looks made.
+    let out = tool_text(3);
+    assert!(out.starts_with("Error: settings.json: old_string not found, and nothing was written"), "{out}");
+    assert!(out.contains("this deletion looks made already"), "{out}");
+    // Another edit whose text the send changed: said, and read_file named.
+    let out = tool_text(4);
+    assert!(out.contains("before your earlier change in this request, which changed that part"), "{out}");
+    assert!(!out.contains("looks made already"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("settings.json")).unwrap(), now, "nothing written");
+    // A later send did not change the file: the plain error.
+    let before = mock.requests().len();
+    mock.push(Reply::tool("edit_file", drop_legacy));
+    mock.push(Reply::text(&["done"]));
+    w.write(json!({"type":"send","id":"b","message":"drop legacy"})).await;
+    let (_, r) = w.result_for("b").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let msgs = mock.requests()[before + 1].body["messages"].as_array().unwrap().clone();
+    let out = msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(out.contains("old_string not found (not even ignoring whitespace)"), "{out}");
+    assert!(!out.contains("earlier change"), "{out}");
+}
