@@ -216,14 +216,7 @@ async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_
     assert!(!out.contains("looks made already"), "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("settings.json")).unwrap(), now, "nothing written");
     // A later send did not change the file: the plain error.
-    let before = mock.requests().len();
-    mock.push(Reply::tool("edit_file", drop_legacy));
-    mock.push(Reply::text(&["done"]));
-    w.write(json!({"type":"send","id":"b","message":"drop legacy"})).await;
-    let (_, r) = w.result_for("b").await;
-    assert_eq!(r["status"], "ok", "{r}");
-    let msgs = mock.requests()[before + 1].body["messages"].as_array().unwrap().clone();
-    let out = msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    let out = call_tool(&mut w, &mock, "edit_file", drop_legacy).await;
     assert!(out.contains("old_string not found (not even ignoring whitespace)"), "{out}");
     assert!(!out.contains("earlier change"), "{out}");
 }
