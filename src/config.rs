@@ -169,6 +169,10 @@ pub struct SessionConfig {
     /// Ask the model whether an answer that changed no file was asked for
     /// a change (`config.request_check`, see `agent::gates::asked`).
     pub request_check: bool,
+    /// Hold back the first write of a send whose request the model reads
+    /// as asking for no change (`config.write_check`, see
+    /// `agent::gates::hold_write`).
+    pub write_check: bool,
     /// Ask the model whether an answer that changed no file says it
     /// changed files (`config.claim_check`, see `agent::gates::claimed`).
     pub claim_check: bool,
@@ -326,6 +330,7 @@ impl SessionConfig {
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
             request_check: config.request_check.unwrap_or(false),
+            write_check: config.write_check.unwrap_or(false),
             claim_check: config.claim_check.unwrap_or(false),
             client_files: None,
             policy,

@@ -26,6 +26,9 @@ pub enum CallOutcome {
     HeldBack { path: PathBuf },
     /// A command ran; its exit code (`None`: timed out or killed).
     Ran { exit_code: Option<i32> },
+    /// A write held back because the request was read as asking for no
+    /// change (`write_check`): nothing ran.
+    Withheld,
     /// The approval policy or the user refused the call: nothing ran.
     Denied,
     /// The call failed (bad arguments, a path outside, an edit that did not match).
@@ -111,7 +114,7 @@ impl Facts {
             CallOutcome::Looked if !crate::tools::ALL_TOOLS.contains(&tool) => {
                 self.touched_since.extend(self.changed.keys().cloned());
             }
-            CallOutcome::Looked => {}
+            CallOutcome::Looked | CallOutcome::Withheld => {}
         }
     }
 

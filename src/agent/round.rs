@@ -152,8 +152,17 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String
                 (text, CallOutcome::Failed)
             }
             None => {
-                let call_cx =
-                    CallContext { config: cx.config, permissions: cx.permissions, emit: cx.emit, tools: &cx.tools };
+                let held = match call.name.as_str() {
+                    "write_file" | "edit_file" => super::gates::hold_write(cx, &call.name).await,
+                    _ => None,
+                };
+                let call_cx = CallContext {
+                    config: cx.config,
+                    permissions: cx.permissions,
+                    emit: cx.emit,
+                    tools: &cx.tools,
+                    held,
+                };
                 let (text, outcome) = tool_call::run(&call_cx, cx.conv, cx.stats, call, note).await;
                 cx.facts.record(&call.name, &outcome);
                 changed |= outcome.may_change_workspace(&call.name);
@@ -177,7 +186,7 @@ pub fn still_valid(calls: &[ToolCall], outcomes: &[CallOutcome], results: Vec<Do
         .into_iter()
         .enumerate()
         .filter(|(i, _)| last_change.is_none_or(|at| *i > at))
-        .filter(|(i, _)| !matches!(outcomes.get(*i), Some(CallOutcome::HeldBack { .. })))
+        .filter(|(i, _)| !matches!(outcomes.get(*i), Some(CallOutcome::HeldBack { .. } | CallOutcome::Withheld)))
         .map(|(_, r)| r)
         .collect()
 }

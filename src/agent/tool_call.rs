@@ -29,6 +29,10 @@ pub struct CallContext<'a> {
     pub permissions: &'a PermissionBroker,
     pub emit: &'a Emitter,
     pub tools: &'a ToolContext,
+    /// The result of a write held back before it ran
+    /// ([`super::gates::hold_write`]): the call does not run, and no hook
+    /// or approval is asked about it.
+    pub held: Option<String>,
 }
 
 /// Runs one tool call and appends its result to the conversation, with
@@ -64,6 +68,7 @@ pub async fn run(
     stats.begin_tool();
     let span = cx.emit.trace().map_or_else(ToolSpan::none, |t| t.tool(&call.name, &call.id));
     let hook = match &parsed {
+        Ok(_) if cx.held.is_some() => hooks::Verdict::default(),
         Ok(args) => hooks::pre_tool_use(cx.config, cx.emit, &call.id, &call.name, args).await,
         Err(_) => hooks::Verdict::default(),
     };
@@ -72,6 +77,7 @@ pub async fn run(
             let text = format!("the arguments of this {} call are not valid JSON ({e}); send a JSON object", call.name);
             (ToolOutput::error(text), CallOutcome::Failed)
         }
+        Ok(_) if cx.held.is_some() => (ToolOutput::error(cx.held.clone().unwrap_or_default()), CallOutcome::Withheld),
         Ok(_) if hook.block.is_some() || hook.stop.is_some() => {
             let reason = hook.block.clone().or_else(|| hook.stop.clone()).unwrap_or_default();
             cx.emit.emit(Event::PermissionDenied { name: call.name.clone(), reason: format!("hook: {reason}") }).await;
@@ -121,7 +127,7 @@ pub async fn run(
     // What the hooks add for the model: PreToolUse's context, then (when
     // the call ran) PostToolUse's block reason and context.
     let mut notes = vec![hook.context_text()];
-    if let (Ok(args), None, None) = (&parsed, &hook.block, &hook.stop) {
+    if let (Ok(args), None, None, None) = (&parsed, &hook.block, &hook.stop, &cx.held) {
         let post = hooks::post_tool_use(cx.config, cx.emit, &call.id, &call.name, args, &text, output.is_error).await;
         notes.extend([post.block.clone(), post.context_text()]);
     }

@@ -67,6 +67,11 @@ pub struct RunArgs {
     /// config `request_check`).
     #[arg(long)]
     request_check: bool,
+    /// Hold back the first write of a send whose request the model reads
+    /// as asking only for information (one short extra call; config
+    /// `write_check`).
+    #[arg(long)]
+    write_check: bool,
     /// Ask the model whether an answer that changed no file says it
     /// changed files; send it back once to make the change, then fail the
     /// send if it says so again (one short extra call per such answer;
@@ -144,6 +149,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),
         request_check: args.request_check.then_some(true),
+        write_check: args.write_check.then_some(true),
         claim_check: args.claim_check.then_some(true),
         env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
         max_cost_usd: args.max_budget_usd,

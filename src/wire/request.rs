@@ -116,6 +116,14 @@ pub struct InitConfig {
     /// false `ok`s into failures, and harm rose by one task in one run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_check: Option<bool>,
+    /// Before the first `write_file` or `edit_file` of a send that has
+    /// changed no file runs, ask the model (the same short extra call as
+    /// `request_check`, made at most once per send) whether the request
+    /// asks for files to change; when it says not, that call is held back
+    /// once with a result saying why, and the next write runs (default
+    /// false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_check: Option<bool>,
     /// When the model answers without any file having changed in the send,
     /// ask the model (one short extra call, its answer held to a JSON
     /// schema, only the answer shown) whether its answer says files were

@@ -43,3 +43,4 @@ mod terminals;
 mod tolerant_edits;
 mod tools;
 mod webkit;
+mod write_check;

@@ -19,6 +19,13 @@
 //! The request is read at most once per send ([`Reading`]), and the reading
 //! counts like a turn: its usage, tokens, cost and model time are the
 //! send's ([`crate::agent::outcome::side_call`]).
+//!
+//! The same reading also guards the other way ([`hold_write`], on with
+//! `write_check: true`): before the first `write_file` or `edit_file` of a
+//! send that has changed no file runs, the request is read; when the model
+//! says it asks only for information, that call and every later write of
+//! the send are held back (not run; the result says why and asks for the
+//! answer in words, with any change it needs described).
 
 use super::Verdict;
 use super::reading::{Ask, quiet, yes_no};
@@ -61,6 +68,35 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
         return Verdict::Again { note: NOTE.to_owned(), mode: Mode::Act };
     }
     Verdict::Pass
+}
+
+/// What a write held back by [`hold_write`] reads as its result.
+pub fn held_note(tool: &str) -> String {
+    format!(
+        "Not run: this request was read as asking only for information, not for a change to files, so no file \
+         changes in this send and this {tool} call wrote nothing. Answer the request in words; if it needs a \
+         change, say in your answer what to change and where."
+    )
+}
+
+/// Before a `write_file`/`edit_file` call runs: `Some(result)` when it is
+/// held back, i.e. `write_check` is on, the fact gates are on, no file has
+/// changed in the send, and the model's reading of the request (made now
+/// if not yet; a failed reading holds nothing) says it asks for no change.
+/// Every such write of the send is held: a model that repeats the call is
+/// answered the same, and its loop ends as any other.
+pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
+    if !cx.config.write_check || !cx.checks || cx.facts.wrote() {
+        return None;
+    }
+    if cx.reading == Reading::NotYet {
+        let request = cx.request;
+        cx.reading = match yes_no(cx, ASK, request).await {
+            Some(changes) => Reading::ChangesFiles(changes),
+            None => Reading::Failed,
+        };
+    }
+    (cx.reading == Reading::ChangesFiles(false)).then(|| held_note(tool))
 }
 
 /// The model's reading of a send's request, made at most once per send.

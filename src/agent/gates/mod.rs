@@ -9,7 +9,9 @@
 //! the send with an error. No gate reads the user's request or the
 //! model's prose: where a check needs to know what was asked, the operator
 //! says it (`verify_command`, `output_schema`) or the model does
-//! ([`Gate::Claimed`], [`Gate::Asked`]).
+//! ([`Gate::Claimed`], [`Gate::Asked`]). One rule here acts before a call
+//! rather than after an answer: [`hold_write`] (`write_check`), which holds
+//! the writes of a send whose request the model reads as a question.
 //!
 //! | gate | reads | may |
 //! |---|---|---|
@@ -38,7 +40,7 @@ mod schema;
 mod stop_hook;
 mod verify;
 
-pub use asked::Reading;
+pub use asked::{Reading, hold_write};
 
 use super::cx::SendCx;
 use super::mode::Mode;

@@ -1,0 +1,109 @@
+//! `write_check` through the real binary: the first write of a send whose
+//! request the model itself reads as asking only for information is held
+//! back once (nothing written, the result says why and how to confirm);
+//! pirn reads no word of the request.
+
+use serde_json::{Value, json};
+
+use super::asked::send_on_app_py;
+use super::mock::{MockServer, Reply};
+
+const ORIGINAL: &str = "def f():\n    return 1\n";
+const CHANGED: &str = "def f():\n    return 2\n";
+
+fn write_app() -> Reply {
+    Reply::tool("write_file", json!({"file_path": "app.py", "content": CHANGED}))
+}
+
+fn read_app() -> Reply {
+    Reply::tool("read_file", json!({"file_path": "app.py"}))
+}
+
+/// The `tool_end` events of a send, in order.
+fn tool_ends(events: &[Value]) -> Vec<Value> {
+    events.iter().filter(|e| e["event"]["event"] == "tool_end").map(|e| e["event"].clone()).collect()
+}
+
+#[tokio::test]
+async fn a_write_to_a_request_read_as_a_question_is_held_and_the_answer_changes_nothing() {
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "app.py"})),
+        write_app(),
+        Reply::text(&["f returns 1; to make it return 2, change the return line."]),
+    ];
+    let mock = MockServer::start(script).await;
+    mock.reads_change(false);
+    let (r, mock, w) = send_on_app_py(mock, "write_check", "Show me how f could return 2.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), ORIGINAL, "nothing written");
+    assert_eq!(r["files_changed"], json!([]), "{r}");
+    let readings = mock.readings();
+    assert_eq!(readings.len(), 1, "read once, at the first write");
+    assert!(readings[0]["messages"][1]["content"].as_str().unwrap().contains("Show me how f could return 2."));
+    let held = &mock.requests()[2].body["messages"];
+    let last = held.as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "tool", "{last}");
+    let text = last["content"].as_str().unwrap();
+    assert!(text.contains("no file changes in this send") && text.contains("Answer the request in words"), "{text}");
+}
+
+#[tokio::test]
+async fn every_write_of_a_send_read_as_a_question_is_held_and_it_is_read_once() {
+    let script = vec![
+        write_app(),
+        Reply::tool("edit_file", json!({"file_path": "app.py", "old_string": "1", "new_string": "2"})),
+        Reply::text(&["Change the return line of f to return 2."]),
+    ];
+    let mock = MockServer::start(script).await;
+    mock.reads_change(false);
+    let (r, mock, w) = send_on_app_py(mock, "write_check", "How would I make f return 2?", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), ORIGINAL, "nothing written");
+    assert_eq!(r["files_changed"], json!([]), "{r}");
+    assert_eq!(mock.readings().len(), 1, "one reading per send");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{r}");
+    let last = requests[2].body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(last["content"].as_str().unwrap().contains("this edit_file call wrote nothing"), "{last}");
+}
+
+#[tokio::test]
+async fn a_write_to_a_request_read_as_a_change_runs_at_once() {
+    let mock = MockServer::start(vec![read_app(), write_app(), Reply::text(&["Done."])]).await;
+    mock.reads_change(true);
+    let (r, mock, w) = send_on_app_py(mock, "write_check", "Make f return 2.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), CHANGED);
+    assert_eq!((mock.requests().len(), mock.readings().len()), (3, 1), "one reading, no extra turn");
+}
+
+#[tokio::test]
+async fn a_held_write_is_reported_as_a_failed_tool_call() {
+    let mock = MockServer::start(vec![write_app(), Reply::text(&["It returns 1."])]).await;
+    mock.reads_change(false);
+    let w = super::worker::Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("app.py"), ORIGINAL).unwrap();
+    let (mut w, _) = w.init("0.3.0", json!({"write_check": true})).await;
+    w.write(json!({"type": "send", "id": "s", "message": "What does f return?"})).await;
+    let (events, r) = w.result_for("s").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let ends = tool_ends(&events);
+    assert_eq!(ends.len(), 1, "{events:?}");
+    assert_eq!((ends[0]["name"].as_str(), ends[0]["is_error"].as_bool()), (Some("write_file"), Some(true)));
+}
+
+#[tokio::test]
+async fn off_by_default_and_a_failed_reading_holds_nothing() {
+    let mock = MockServer::start(vec![read_app(), write_app(), Reply::text(&["Done."])]).await;
+    mock.reads_change(false);
+    let (r, mock, w) = send_on_app_py(mock, "write_check", "Make f return 2.", json!({"write_check": false})).await;
+    assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), CHANGED);
+    for reply in ["no", r#"{"changes_files": "no"}"#] {
+        let mock = MockServer::start(vec![read_app(), write_app(), Reply::text(&["Done."])]).await;
+        mock.reading_reply(reply);
+        let (r, mock, w) = send_on_app_py(mock, "write_check", "Make f return 2.", json!({})).await;
+        assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 1), "{reply}: {r}");
+        assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), CHANGED, "{reply}");
+    }
+}
