@@ -57,21 +57,14 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     // Read once per send: a later answer (after a verify round, a Stop
     // hook, or the one round this gate gave) is held against the same
     // reading, and a failed call is not made again.
-    if cx.reading == Reading::NotYet {
-        let request = cx.request;
-        cx.reading = match yes_no(cx, ASK, request).await {
-            Some(changes) => Reading::ChangesFiles(changes),
-            None => Reading::Failed,
-        };
-    }
-    if cx.reading == Reading::ChangesFiles(true) && cx.fire_once("asked") {
+    if read_request(cx).await == Reading::ChangesFiles(true) && cx.fire_once("asked") {
         return Verdict::Again { note: NOTE.to_owned(), mode: Mode::Act };
     }
     Verdict::Pass
 }
 
 /// What a write held back by [`hold_write`] reads as its result.
-pub fn held_note(tool: &str) -> String {
+fn held_note(tool: &str) -> String {
     format!(
         "Not run: this request was read as asking only for information, not for a change to files, so no file \
          changes in this send and this {tool} call wrote nothing. Answer the request in words; if it needs a \
@@ -89,6 +82,12 @@ pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
     if !cx.config.write_check || !cx.checks || cx.facts.wrote() {
         return None;
     }
+    (read_request(cx).await == Reading::ChangesFiles(false)).then(|| held_note(tool))
+}
+
+/// The send's reading of its request, made by the first caller (one side
+/// call); later callers, and callers after a failed reading, get the same.
+async fn read_request(cx: &mut SendCx<'_>) -> Reading {
     if cx.reading == Reading::NotYet {
         let request = cx.request;
         cx.reading = match yes_no(cx, ASK, request).await {
@@ -96,7 +95,7 @@ pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
             None => Reading::Failed,
         };
     }
-    (cx.reading == Reading::ChangesFiles(false)).then(|| held_note(tool))
+    cx.reading
 }
 
 /// The model's reading of a send's request, made at most once per send.
