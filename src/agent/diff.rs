@@ -26,7 +26,7 @@ pub struct Before {
 /// inside when the file does not exist yet); `None` for other tools, a
 /// path that does not resolve, or a file too large.
 pub fn before(tool: &str, args: &Value, ctx: &ToolContext) -> Option<Before> {
-    if !matches!(tool, "write_file" | "edit_file") {
+    if !crate::tools::writes_text(tool) {
         return None;
     }
     let path = args.get("file_path")?.as_str()?.to_owned();

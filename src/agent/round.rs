@@ -152,10 +152,7 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String
                 (text, CallOutcome::Failed)
             }
             None => {
-                let held = match call.name.as_str() {
-                    "write_file" | "edit_file" => super::gates::hold_write(cx, &call.name).await,
-                    _ => None,
-                };
+                let held = super::gates::hold_write(cx, &call.name).await;
                 let call_cx = CallContext {
                     config: cx.config,
                     permissions: cx.permissions,

@@ -36,6 +36,12 @@ pub use context::ToolContext;
 use serde::de::DeserializeOwned;
 pub use spec::{schema_of, specs};
 
+/// True for the tools that write a file's text as the model sent it
+/// (`write_file`, `edit_file`); `bash` may write files too, unseen.
+pub fn writes_text(tool: &str) -> bool {
+    matches!(tool, "write_file" | "edit_file")
+}
+
 /// Every tool pirn knows, in the order they are advertised.
 pub const ALL_TOOLS: [&str; 6] = ["read_file", "write_file", "edit_file", "glob", "grep", "bash"];
 

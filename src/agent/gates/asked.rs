@@ -72,14 +72,15 @@ fn held_note(tool: &str) -> String {
     )
 }
 
-/// Before a `write_file`/`edit_file` call runs: `Some(result)` when it is
-/// held back, i.e. `write_check` is on, the fact gates are on, no file has
+/// Before a tool call runs: `Some(result)` when it is held back, i.e. it
+/// is a `write_file`/`edit_file` call ([`crate::tools::writes_text`]),
+/// `write_check` is on, the fact gates are on, no file has
 /// changed in the send, and the model's reading of the request (made now
 /// if not yet; a failed reading holds nothing) says it asks for no change.
 /// Every such write of the send is held: a model that repeats the call is
 /// answered the same, and its loop ends as any other.
 pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
-    if !cx.config.write_check || !cx.checks || cx.facts.wrote() {
+    if !crate::tools::writes_text(tool) || !cx.config.write_check || !cx.checks || cx.facts.wrote() {
         return None;
     }
     (read_request(cx).await == Reading::ChangesFiles(false)).then(|| held_note(tool))

@@ -23,7 +23,7 @@ pub const MAX_SHOWN_BYTES: usize = 4000;
 /// turn (not a wrap-up), no `output_schema`, token budget not spent, the
 /// fact gates on.
 pub(super) fn quiet(cx: &SendCx<'_>) -> bool {
-    let can_write = cx.config.tools.iter().any(|t| t == "write_file" || t == "edit_file");
+    let can_write = cx.config.tools.iter().any(|t| crate::tools::writes_text(t));
     let facts = &cx.facts;
     cx.checks
         && can_write
