@@ -63,12 +63,12 @@ pub struct RunArgs {
     #[arg(long)]
     no_network: bool,
     /// Ask the model whether an answer that changed no file was asked for
-    /// a change, and send it back once to act if so (one short extra call;
-    /// config `request_check`).
+    /// a change; if so, send it back once to act, then fail the send if
+    /// still nothing changed (one short extra call; config `request_check`).
     #[arg(long)]
     request_check: bool,
-    /// Hold back the first write of a send whose request the model reads
-    /// as asking only for information (one short extra call; config
+    /// Hold back every write of a send whose request the model reads as
+    /// asking only for information (one short extra call; config
     /// `write_check`).
     #[arg(long)]
     write_check: bool,

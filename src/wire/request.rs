@@ -112,16 +112,17 @@ pub struct InitConfig {
     /// ask the model (one short extra call, its answer held to a JSON
     /// schema, only the request shown) whether the request asks for files
     /// to change; when it says so, send the model back once to make the
-    /// change or answer again (default false: on held_out_2 it turned 3
-    /// false `ok`s into failures, and harm rose by one task in one run).
+    /// change, and end the send `verification_failed` if a later answer
+    /// still changed nothing (with `verify_command`, the check decides
+    /// instead) (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_check: Option<bool>,
     /// Before the first `write_file` or `edit_file` of a send that has
     /// changed no file runs, ask the model (the same short extra call as
     /// `request_check`, made at most once per send) whether the request
-    /// asks for files to change; when it says not, that call is held back
-    /// once with a result saying why, and the next write runs (default
-    /// false).
+    /// asks for files to change; when it says not, that call and every
+    /// later write of the send are not run, each with a failed result
+    /// saying why (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_check: Option<bool>,
     /// When the model answers without any file having changed in the send,

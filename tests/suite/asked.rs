@@ -73,17 +73,30 @@ pub(super) async fn sent_back_once_then_made(claim: &str, check: &str, setup: im
 }
 
 #[tokio::test]
-async fn the_answer_after_the_required_call_goes_on_whatever_it_does() {
-    let script = vec![
-        Reply::text(&["f already returns what you want."]),
-        Reply::tool("read_file", json!({"file_path": "app.py"})),
-        Reply::text(&["It already does."]),
-    ];
-    let (r, mock, w) = send(script, true, "Make sure f in app.py returns 1.", json!({})).await;
+async fn a_change_request_still_unchanged_after_the_round_ends_verification_failed() {
+    let script = || {
+        vec![
+            Reply::text(&["f already returns what you want."]),
+            Reply::tool("read_file", json!({"file_path": "app.py"})),
+            Reply::text(&["It already does."]),
+        ]
+    };
+    let (r, mock, w) = send(script(), true, "Make sure f in app.py returns 1.", json!({})).await;
+    assert_eq!(r["status"], "error", "never ok for a change request that changed nothing: {r}");
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("no file changed"), "{r}");
+    assert_eq!(r["response"], "It already does.", "the model's answer is kept: {r}");
+    assert_eq!(r["files_changed"], json!([]), "{r}");
+    assert_eq!((mock.requests().len(), mock.readings().len()), (3, 1), "sent back once, read once");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), "def f():\n    return 1\n");
+
+    // With the operator's check, the check decides: it passes, so the
+    // request needed no change.
+    let checked = json!({"verify_command": "true"});
+    let (r, mock, _w) = send(script(), true, "Make sure f in app.py returns 1.", checked).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["response"], "It already does.");
     assert_eq!((mock.requests().len(), mock.readings().len()), (3, 1), "sent back once, read once");
-    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), "def f():\n    return 1\n");
 }
 
 #[tokio::test]
@@ -127,7 +140,7 @@ async fn a_provider_that_refuses_a_required_tool_call_is_asked_an_ordinary_turn(
         Reply::text(&["Nothing to change after all."]),
     ];
     let (r, mock, _w) = send(script, true, "Make f in app.py return 2.", json!({})).await;
-    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["error"]["code"], "verification_failed", "still no change: {r}");
     assert_eq!(r["response"], "Nothing to change after all.");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "the refused request, then the same turn without it");

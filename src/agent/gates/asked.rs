@@ -8,8 +8,12 @@
 //! grammar on llama.cpp). pirn reads no word of the request itself; the
 //! model says what was asked and the facts say what happened. May: when
 //! the model says the request asks for a change, send it back once, its
-//! next request made with `tool_choice: "required"` ([`Mode::Act`]); the
-//! answer after that goes on whatever it does.
+//! next request made with `tool_choice: "required"` ([`Mode::Act`]); when
+//! a later answer of the same send still changed nothing, end the send
+//! `verification_failed` (the model's answer is kept in the result), so
+//! an answer in words to a change request is never reported `ok`. With an
+//! operator's check (`verify_command`) the check decides instead: a
+//! request whose check already passes needs no change.
 //!
 //! On with `request_check: true` (off by default; `answer_checks: false`
 //! turns it off too), and it never
@@ -31,6 +35,7 @@ use super::Verdict;
 use super::reading::{Ask, quiet, yes_no};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::wire::{ErrorCode, ErrorEnvelope};
 
 /// What the model is told when it reads the request as asking for a change.
 pub const NOTE: &str = "No file has changed in this send: nothing you described is in the files yet. If the request \
@@ -57,10 +62,22 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     // Read once per send: a later answer (after a verify round, a Stop
     // hook, or the one round this gate gave) is held against the same
     // reading, and a failed call is not made again.
-    if read_request(cx).await == Reading::ChangesFiles(true) && cx.fire_once("asked") {
+    if read_request(cx).await != Reading::ChangesFiles(true) {
+        return Verdict::Pass;
+    }
+    if cx.fire_once("asked") {
         return Verdict::Again { note: NOTE.to_owned(), mode: Mode::Act };
     }
-    Verdict::Pass
+    if cx.verifier.is_some() {
+        return Verdict::Pass;
+    }
+    Verdict::Fail {
+        error: ErrorEnvelope::new(
+            ErrorCode::VerificationFailed,
+            "the request was read as asking for a change to files, but no file changed in this send",
+        ),
+        answer: None,
+    }
 }
 
 /// What a write held back by [`hold_write`] reads as its result.

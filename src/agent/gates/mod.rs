@@ -22,7 +22,7 @@
 //! | [`Gate::Broken`] | files that parsed before the send and not now | send back once, then fail `verification_failed` |
 //! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
 //! | [`Gate::Claimed`] | no file changed, no command ran; the model's reading of its answer (one extra call) | send back once, then fail `verification_failed` |
-//! | [`Gate::Asked`] | no file changed, no command ran; the model's reading of the request (one extra call) | send back once |
+//! | [`Gate::Asked`] | no file changed, no command ran; the model's reading of the request (one extra call) | send back once, then fail `verification_failed` (no operator's check) |
 //! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
 //! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
 //! | [`Gate::StopHook`] | the operator's `Stop` hooks' answers | send back to work (bounded by `max_iterations`) |
