@@ -11,9 +11,11 @@
 //! next request made with `tool_choice: "required"` ([`Mode::Act`]); when
 //! a later answer of the same send still changed nothing, end the send
 //! `verification_failed` (the model's answer is kept in the result), so
-//! an answer in words to a change request is never reported `ok`. With an
-//! operator's check (`verify_command`) the check decides instead: a
-//! request whose check already passes needs no change.
+//! an answer in words to a request the model reads as a change is never
+//! reported `ok` (nor is a right "already so" to a conditional request, or
+//! an answer to a question the model misreads). With an operator's check
+//! (`verify_command`) the check decides instead: a request whose check
+//! already passes needs no change.
 //!
 //! On with `request_check: true` (off by default; `answer_checks: false`
 //! turns it off too), and it never
