@@ -37,6 +37,17 @@ pub(super) async fn send_on_app_py(
     (r, mock, w)
 }
 
+/// Asserts that `r` ended `verification_failed` because no file changed,
+/// with the model's `answer` kept, and that app.py is as it was.
+pub(super) fn failed_with_nothing_changed(r: &Value, answer: &str, w: &Worker) {
+    assert_eq!(r["status"], "error", "never `ok` when nothing changed: {r}");
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("no file changed"), "{r}");
+    assert_eq!(r["response"], answer, "the model's answer is kept: {r}");
+    assert_eq!(r["files_changed"], json!([]), "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), "def f():\n    return 1\n");
+}
+
 #[tokio::test]
 async fn a_change_answered_without_a_write_is_sent_back_once_and_then_made() {
     let mock = sent_back_once_then_made("I changed f to return 2.", "request_check", |m| m.reads_change(true)).await;
@@ -82,13 +93,8 @@ async fn a_change_request_still_unchanged_after_the_round_ends_verification_fail
         ]
     };
     let (r, mock, w) = send(script(), true, "Make sure f in app.py returns 1.", json!({})).await;
-    assert_eq!(r["status"], "error", "never ok for a change request that changed nothing: {r}");
-    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("no file changed"), "{r}");
-    assert_eq!(r["response"], "It already does.", "the model's answer is kept: {r}");
-    assert_eq!(r["files_changed"], json!([]), "{r}");
+    failed_with_nothing_changed(&r, "It already does.", &w);
     assert_eq!((mock.requests().len(), mock.readings().len()), (3, 1), "sent back once, read once");
-    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), "def f():\n    return 1\n");
 
     // With the operator's check, the check decides: it passes, so the
     // request needed no change.
