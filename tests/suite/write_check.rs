@@ -1,7 +1,7 @@
-//! `write_check` through the real binary: the first write of a send whose
+//! `write_check` through the real binary: every write of a send whose
 //! request the model itself reads as asking only for information is held
-//! back once (nothing written, the result says why and how to confirm);
-//! pirn reads no word of the request.
+//! back (nothing written, the result says why); pirn reads no word of the
+//! request.
 
 use serde_json::{Value, json};
 
@@ -19,6 +19,18 @@ fn read_app() -> Reply {
     Reply::tool("read_file", json!({"file_path": "app.py"}))
 }
 
+/// One send of `message` whose request the mock reads as a question: it
+/// ends `ok` with app.py as it was and no file changed.
+async fn held_send(script: Vec<Reply>, message: &str) -> (Value, MockServer) {
+    let mock = MockServer::start(script).await;
+    mock.reads_change(false);
+    let (r, mock, w) = send_on_app_py(mock, "write_check", message, json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), ORIGINAL, "nothing written");
+    assert_eq!(r["files_changed"], json!([]), "{r}");
+    (r, mock)
+}
+
 /// The `tool_end` events of a send, in order.
 fn tool_ends(events: &[Value]) -> Vec<Value> {
     events.iter().filter(|e| e["event"]["event"] == "tool_end").map(|e| e["event"].clone()).collect()
@@ -31,12 +43,7 @@ async fn a_write_to_a_request_read_as_a_question_is_held_and_the_answer_changes_
         write_app(),
         Reply::text(&["f returns 1; to make it return 2, change the return line."]),
     ];
-    let mock = MockServer::start(script).await;
-    mock.reads_change(false);
-    let (r, mock, w) = send_on_app_py(mock, "write_check", "Show me how f could return 2.", json!({})).await;
-    assert_eq!(r["status"], "ok", "{r}");
-    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), ORIGINAL, "nothing written");
-    assert_eq!(r["files_changed"], json!([]), "{r}");
+    let (_, mock) = held_send(script, "Show me how f could return 2.").await;
     let readings = mock.readings();
     assert_eq!(readings.len(), 1, "read once, at the first write");
     assert!(readings[0]["messages"][1]["content"].as_str().unwrap().contains("Show me how f could return 2."));
@@ -54,12 +61,7 @@ async fn every_write_of_a_send_read_as_a_question_is_held_and_it_is_read_once() 
         Reply::tool("edit_file", json!({"file_path": "app.py", "old_string": "1", "new_string": "2"})),
         Reply::text(&["Change the return line of f to return 2."]),
     ];
-    let mock = MockServer::start(script).await;
-    mock.reads_change(false);
-    let (r, mock, w) = send_on_app_py(mock, "write_check", "How would I make f return 2?", json!({})).await;
-    assert_eq!(r["status"], "ok", "{r}");
-    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), ORIGINAL, "nothing written");
-    assert_eq!(r["files_changed"], json!([]), "{r}");
+    let (r, mock) = held_send(script, "How would I make f return 2?").await;
     assert_eq!(mock.readings().len(), 1, "one reading per send");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "{r}");
