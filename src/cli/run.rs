@@ -64,14 +64,18 @@ pub struct RunArgs {
     no_network: bool,
     /// Ask the model whether an answer that changed no file was asked for
     /// a change; if so, send it back once to act, then fail the send if
-    /// still nothing changed (one short extra call; config `request_check`).
-    #[arg(long)]
-    request_check: bool,
+    /// still nothing changed (one short extra call, shared with
+    /// --write-check; config `request_check`) [default: true;
+    /// --request-check=false turns it off].
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    request_check: Option<bool>,
     /// Hold back every write of a send whose request the model reads as
-    /// asking only for information (one short extra call; config
-    /// `write_check`).
-    #[arg(long)]
-    write_check: bool,
+    /// asking only for information, unless --verify is set (the check
+    /// decides what the send must do) (one short extra call, shared with
+    /// --request-check; config `write_check`) [default: true;
+    /// --write-check=false turns it off].
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    write_check: Option<bool>,
     /// Ask the model whether an answer that changed no file says it
     /// changed files; send it back once to make the change, then fail the
     /// send if it says so again (one short extra call per such answer;
@@ -148,8 +152,8 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         sandbox: args.sandbox,
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),
-        request_check: args.request_check.then_some(true),
-        write_check: args.write_check.then_some(true),
+        request_check: args.request_check,
+        write_check: args.write_check,
         claim_check: args.claim_check.then_some(true),
         env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
         max_cost_usd: args.max_budget_usd,

@@ -114,15 +114,16 @@ pub struct InitConfig {
     /// to change; when it says so, send the model back once to make the
     /// change, and end the send `verification_failed` if a later answer
     /// still changed nothing (with `verify_command`, the check decides
-    /// instead) (default false).
+    /// instead) (default: true in a 0.3.0 session, false in 0.2.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_check: Option<bool>,
     /// Before the first `write_file` or `edit_file` of a send that has
-    /// changed no file runs, ask the model (the same short extra call as
+    /// changed no file and has no `verify_command` (the operator's check
+    /// decides what it must do) runs, ask the model (the same short extra call as
     /// `request_check`, made at most once per send) whether the request
     /// asks for files to change; when it says not, that call and every
     /// later write of the send are not run, each with a failed result
-    /// saying why (default false).
+    /// saying why (default: true in a 0.3.0 session, false in 0.2.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_check: Option<bool>,
     /// When the model answers without any file having changed in the send,

@@ -18,7 +18,8 @@ async fn send(script: Vec<Reply>, reads_change: bool, message: &str, config: Val
 
 /// One send of `message` through `mock` to a fresh worker whose workspace
 /// holds `app.py` (`f` returning 1), with the gate `check` (a config key)
-/// on unless `config` says otherwise.
+/// on and the other gates that read through the model off, unless
+/// `config` names them.
 pub(super) async fn send_on_app_py(
     mock: MockServer,
     check: &str,
@@ -28,8 +29,10 @@ pub(super) async fn send_on_app_py(
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("app.py"), "def f():\n    return 1\n").unwrap();
     let mut config = config;
-    if config.get(check).is_none() {
-        config[check] = json!(true);
+    for key in ["request_check", "write_check", "claim_check"] {
+        if config.get(key).is_none() {
+            config[key] = json!(key == check);
+        }
     }
     let (mut w, _) = w.init("0.3.0", config).await;
     w.write(json!({"type": "send", "id": "s", "message": message})).await;
@@ -106,20 +109,30 @@ async fn a_change_request_still_unchanged_after_the_round_ends_verification_fail
 }
 
 #[tokio::test]
-async fn a_question_read_as_one_ends_at_once_and_the_check_is_off_unless_asked_for() {
+async fn a_question_read_as_one_ends_at_once_and_the_check_is_on_in_0_3_and_off_in_0_2() {
     let (r, mock, _w) = send(vec![Reply::text(&["It returns 1."])], false, "What does f return?", json!({})).await;
     assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("It returns 1.")));
     assert_eq!((mock.requests().len(), mock.readings().len()), (1, 1), "no extra turn");
 
+    // The default: on in a 0.3.0 session, off in a 0.2.0 one (whose
+    // scripted servers never recorded the extra call).
+    let default = |version: &'static str| async move {
+        let mock = MockServer::start(vec![Reply::text(&["Done."]), Reply::text(&["Done."])]).await;
+        mock.reads_change(true);
+        let w = Worker::spawn(&mock.base_url(), &[]).await;
+        let (mut w, _) = w.init(version, json!({})).await;
+        w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
+        let (_, r) = w.result_for("s").await;
+        (r, mock.requests().len(), mock.readings().len())
+    };
+    // The mock does not hold the model to `tool_choice: "required"`: the
+    // answer in words it gives in that round still ends the send.
+    let (r, requests, readings) = default("0.3.0").await;
+    assert_eq!(r["error"]["code"], "verification_failed", "the 0.3.0 default: {r}");
+    assert_eq!((requests, readings), (2, 1), "sent back once, read once");
+    let (r, requests, readings) = default("0.2.0").await;
+    assert_eq!((r["status"].as_str(), requests, readings), (Some("ok"), 1, 0), "the 0.2.0 default: {r}");
     let off = json!({"request_check": false});
-    // Off unless asked for: a worker without the key never reads.
-    let mock = MockServer::start(vec![Reply::text(&["Done."])]).await;
-    mock.reads_change(true);
-    let w = Worker::spawn(&mock.base_url(), &[]).await;
-    let (mut w, _) = w.init("0.3.0", json!({})).await;
-    w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
-    let (_, r) = w.result_for("s").await;
-    assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "the default: {r}");
     let (r, mock, _w) = send(vec![Reply::text(&["Done."])], true, "Make f return 2.", off).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!((mock.requests().len(), mock.readings().len()), (1, 0), "never asked when off");

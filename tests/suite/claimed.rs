@@ -44,11 +44,13 @@ async fn an_answer_that_reports_no_change_ends_at_once_and_the_check_is_off_unle
     assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("It returns 1.")));
     assert_eq!((mock.requests().len(), mock.readings().len()), (1, 1), "no extra turn");
 
-    // Off unless asked for: a worker without the key never reads.
+    // Off unless asked for: a worker without the key never reads the
+    // answer (the request check, on in 0.3.0, is turned off to count only
+    // this gate's readings).
     let mock = MockServer::start(vec![Reply::text(&["Done, f returns 2."])]).await;
     mock.claims(true);
     let w = Worker::spawn(&mock.base_url(), &[]).await;
-    let (mut w, _) = w.init("0.3.0", json!({})).await;
+    let (mut w, _) = w.init("0.3.0", json!({"request_check": false})).await;
     w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
     let (_, r) = w.result_for("s").await;
     assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "the default: {r}");
@@ -89,7 +91,8 @@ async fn a_write_held_back_is_not_on_disk_and_a_report_of_it_is_read() {
     mock.claims(true);
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("app.py"), old).unwrap();
-    let (mut w, _) = w.init("0.3.0", json!({"claim_check": true})).await;
+    let only = json!({"claim_check": true, "request_check": false, "write_check": false});
+    let (mut w, _) = w.init("0.3.0", only).await;
     w.write(json!({"type": "send", "id": "s", "message": "Add h to app.py."})).await;
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["error"]["code"], "verification_failed", "{r}");

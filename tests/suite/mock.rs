@@ -128,8 +128,12 @@ struct Script {
     /// Usage reports the mock's own prompt count (set with a window).
     count: bool,
     /// The text pirn's reading of a request (its `Asked` gate) is answered
-    /// with (`None`: `{"changes_files": false}`).
+    /// with (`None`: `{"changes_files": true}` when the reply served last
+    /// calls `write_file` or `edit_file`, else false: the scripted model
+    /// reads the request as its own script acts on it).
     reading: Option<String>,
+    /// The reply served last calls `write_file` or `edit_file`.
+    last_wrote: bool,
     /// The text pirn's reading of an answer (its `Claimed` gate) is
     /// answered with (`None`: `{"reports_change": false}`).
     claim: Option<String>,
@@ -207,7 +211,7 @@ impl MockServer {
     }
 
     /// Answer pirn's reading calls with `{"changes_files": change}`
-    /// (default false).
+    /// (default: whether the reply served last writes a file).
     #[allow(dead_code)]
     pub fn reads_change(&self, change: bool) {
         self.reading_reply(&format!("{{\"changes_files\": {change}}}"));
@@ -297,11 +301,12 @@ async fn serve(
     if request || answer {
         let text = {
             let s = script.lock().unwrap();
-            if request { s.reading.clone() } else { s.claim.clone() }
+            let configured = if request { s.reading.clone() } else { s.claim.clone() };
+            configured.unwrap_or_else(|| match request {
+                true => format!("{{\"changes_files\": {}}}", s.last_wrote),
+                false => r#"{"reports_change": false}"#.to_owned(),
+            })
         };
-        let text = text.unwrap_or_else(|| {
-            if request { r#"{"changes_files": false}"# } else { r#"{"reports_change": false}"# }.to_owned()
-        });
         readings.lock().unwrap().push(body);
         start_sse(&mut stream).await?;
         let delta = json!({"choices": [{"index": 0, "delta": {"content": text}}]});
@@ -324,6 +329,10 @@ async fn serve(
         } else {
             script.replies.pop_front()
         };
+        if !summary && let Some(r) = &reply {
+            script.last_wrote = matches!(r, Reply::ToolCalls { calls, .. }
+                if calls.iter().any(|c| c.name == "write_file" || c.name == "edit_file"));
+        }
         if script.cycle {
             script.replies.extend(reply.clone());
         } else {

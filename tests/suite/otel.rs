@@ -187,7 +187,9 @@ async fn a_send_is_one_span_tree_under_the_orchestrators_traceparent() {
     w.write(json!({"type":"send","id":"s","message":"secret prompt"})).await;
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["status"], "ok", "{r}");
-    let spans = collector.wait_for(4).await;
+    // The send, the tool call, the two turns and the model's reading of
+    // the request (`request_check`, on in 0.3.0: the answer changed nothing).
+    let spans = collector.wait_for(5).await;
     let send = one(&spans, "invoke_agent pirn");
     assert_eq!((send.trace_id.as_str(), send.parent.as_str()), (TRACE, PARENT), "{send:?}");
     assert_eq!(send.attrs["gen_ai.operation.name"], "invoke_agent");
@@ -195,7 +197,7 @@ async fn a_send_is_one_span_tree_under_the_orchestrators_traceparent() {
     assert_eq!(send.attrs["pirn.stop_reason"], "end_turn");
     assert_eq!(send.service, "pirn-under-test");
     let chats: Vec<&Got> = spans.iter().filter(|s| s.name == "chat mock-model").collect();
-    assert_eq!(chats.len(), 2, "{spans:?}");
+    assert_eq!(chats.len(), 3, "{spans:?}");
     for c in &chats {
         assert_eq!((c.trace_id.as_str(), c.parent.as_str()), (TRACE, send.span_id.as_str()), "{c:?}");
         assert_eq!(c.attrs["gen_ai.operation.name"], "chat");

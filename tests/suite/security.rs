@@ -168,7 +168,7 @@ fn pathdiff(target: &std::path::Path, base: &std::path::Path) -> std::path::Path
 #[tokio::test]
 async fn symlinks_never_lead_file_tools_out_of_the_workspace() {
     let outside = tempfile::tempdir().unwrap();
-    let (mut w, mock) = mock_worker(vec![], &[], json!({"permissions": {"deny": ["read_file(secret/**)"]}})).await;
+    let (mut w, mock) = super::tools::tool_worker(json!({"permissions": {"deny": ["read_file(secret/**)"]}})).await;
     let ws = w.workspace.path().canonicalize().unwrap();
     hostile_repository(&ws, outside.path());
     let refused = |out: &str| out.starts_with("Error:") && out.contains("outside the workspace");

@@ -30,13 +30,21 @@ pub async fn call_tool(w: &mut Worker, mock: &MockServer, name: &str, args: Valu
     call(w, mock, name, args).await.1
 }
 
-async fn worker(extra: Value) -> (Worker, MockServer) {
+/// A worker for tests of what a tool did and what the model was told, its
+/// sends ending as the script says: the request check (on in 0.3.0), which
+/// sends an answer after a write that failed or changed nothing back once,
+/// is off unless `extra` names it (it has its own tests in asked.rs).
+pub async fn tool_worker(extra: Value) -> (Worker, MockServer) {
+    let mut extra = extra;
+    if extra.get("request_check").is_none() {
+        extra["request_check"] = json!(false);
+    }
     mock_worker(vec![], &[], extra).await
 }
 
 #[tokio::test]
 async fn file_tools_round_trip() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     let out =
         call_tool(&mut w, &mock, "write_file", json!({"file_path":"src/a.txt","content":"alpha\nbeta\ngamma\n"})).await;
@@ -69,7 +77,7 @@ async fn paths_cannot_leave_the_workspace_unless_allowed() {
     std::fs::write(outside.path().join("secret.txt"), "top secret\n").unwrap();
     let allowed = tempfile::tempdir().unwrap();
     std::fs::write(allowed.path().join("shared.txt"), "shared\n").unwrap();
-    let (mut w, mock) = worker(json!({"allowed_paths": [allowed.path()]})).await;
+    let (mut w, mock) = tool_worker(json!({"allowed_paths": [allowed.path()]})).await;
     let ws = w.workspace.path().to_path_buf();
     std::os::unix::fs::symlink(outside.path(), ws.join("escape")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("new.txt"), ws.join("dangling")).unwrap();
@@ -108,7 +116,7 @@ async fn paths_cannot_leave_the_workspace_unless_allowed() {
 async fn config_cwd_sets_the_workspace() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("here.txt"), "in cwd\n").unwrap();
-    let (mut w, mock) = worker(json!({"cwd": dir.path()})).await;
+    let (mut w, mock) = tool_worker(json!({"cwd": dir.path()})).await;
     assert!(call_tool(&mut w, &mock, "read_file", json!({"file_path": "here.txt"})).await.contains("in cwd"));
     let out = call_tool(&mut w, &mock, "bash", json!({"command": "ls"})).await;
     assert!(out.contains("here.txt"), "{out}");
@@ -116,7 +124,7 @@ async fn config_cwd_sets_the_workspace() {
 
 #[tokio::test]
 async fn read_file_limits() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     let long = "x".repeat(5000);
     std::fs::write(ws.join("long.txt"), format!("short\n{long}\n")).unwrap();
@@ -149,7 +157,7 @@ async fn read_file_limits() {
 
 #[tokio::test]
 async fn write_file_is_atomic_and_keeps_permissions() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("run.sh"), "#!/bin/sh\necho old\n").unwrap();
     std::fs::set_permissions(ws.join("run.sh"), std::fs::Permissions::from_mode(0o750)).unwrap();
@@ -179,7 +187,7 @@ async fn write_file_is_atomic_and_keeps_permissions() {
 
 #[tokio::test]
 async fn edit_file_tolerates_indentation_differences() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("s.py"), "def average(values):\n    return sum(values) / len(values)\n").unwrap();
     let args = json!({"file_path": "s.py", "old_string": "return sum(values) / len(values)",
@@ -204,7 +212,7 @@ async fn edit_file_tolerates_indentation_differences() {
 
 #[tokio::test]
 async fn edit_file_explains_misses_and_keeps_line_endings() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(
         ws.join("m.rs"),
@@ -255,7 +263,7 @@ async fn edit_file_explains_misses_and_keeps_line_endings() {
 
 #[tokio::test]
 async fn glob_honours_gitignore_hidden_files_and_mtime() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::create_dir_all(ws.join("src")).unwrap();
     std::fs::create_dir_all(ws.join("target")).unwrap();
@@ -292,7 +300,7 @@ async fn glob_honours_gitignore_hidden_files_and_mtime() {
 
 #[tokio::test]
 async fn grep_options() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::create_dir_all(ws.join("src")).unwrap();
     std::fs::write(ws.join(".gitignore"), "ignored.txt\n").unwrap();
@@ -323,7 +331,7 @@ async fn grep_options() {
 
 #[tokio::test]
 async fn bash_timeout_output_cap_stdin_and_stray_children() {
-    let (mut w, mock) = worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
     let t = Instant::now();
     let out =

@@ -95,12 +95,16 @@ async fn a_held_write_is_reported_as_a_failed_tool_call() {
 }
 
 #[tokio::test]
-async fn off_by_default_and_a_failed_reading_holds_nothing() {
-    let mock = MockServer::start(vec![read_app(), write_app(), Reply::text(&["Done."])]).await;
-    mock.reads_change(false);
-    let (r, mock, w) = send_on_app_py(mock, "write_check", "Make f return 2.", json!({"write_check": false})).await;
-    assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "{r}");
-    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), CHANGED);
+async fn off_when_set_off_or_with_an_operators_check_and_a_failed_reading_holds_nothing() {
+    // Off, or a send with a verify_command (the operator's check decides
+    // what the send must do): the write runs, the request is never read.
+    for config in [json!({"write_check": false}), json!({"verify_command": "true"})] {
+        let mock = MockServer::start(vec![read_app(), write_app(), Reply::text(&["Done."])]).await;
+        mock.reads_change(false);
+        let (r, mock, w) = send_on_app_py(mock, "write_check", "Make f return 2.", config.clone()).await;
+        assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 0), "{config}: {r}");
+        assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), CHANGED, "{config}");
+    }
     for reply in ["no", r#"{"changes_files": "no"}"#] {
         let mock = MockServer::start(vec![read_app(), write_app(), Reply::text(&["Done."])]).await;
         mock.reading_reply(reply);

@@ -17,8 +17,10 @@
 //! (`verify_command`) the check decides instead: a request whose check
 //! already passes needs no change.
 //!
-//! On with `request_check: true` (off by default; `answer_checks: false`
-//! turns it off too), and it never
+//! On by default in a 0.3.0 session (and `pirn run`), off in a 0.2.0 one
+//! (a scripted model server replaying 0.2.0 exchanges would get a request
+//! it never recorded); `request_check` sets it, `answer_checks: false`
+//! turns it off too. It never
 //! asks when the send cannot write (no `write_file`/`edit_file`, a write
 //! denied, plan mode), has an `output_schema`, or wraps up. Any failure of
 //! the extra call (refused, unreadable, not JSON) lets the answer through.
@@ -26,9 +28,10 @@
 //! counts like a turn: its usage, tokens, cost and model time are the
 //! send's ([`crate::agent::outcome::side_call`]).
 //!
-//! The same reading also guards the other way ([`hold_write`], on with
-//! `write_check: true`): before the first `write_file` or `edit_file` of a
-//! send that has changed no file runs, the request is read; when the model
+//! The same reading also guards the other way ([`hold_write`],
+//! `write_check`, on and off as `request_check` is): before the first
+//! `write_file` or `edit_file` of a send that has changed no file and has
+//! no `verify_command` runs, the request is read; when the model
 //! says it asks only for information, that call and every later write of
 //! the send are held back (not run; the result says why and asks for the
 //! answer in words, with any change it needs described).
@@ -93,13 +96,16 @@ fn held_note(tool: &str) -> String {
 
 /// Before a tool call runs: `Some(result)` when it is held back, i.e. it
 /// is a `write_file`/`edit_file` call ([`crate::tools::writes_text`]),
-/// `write_check` is on, the fact gates are on, no file has
-/// changed in the send, and the model's reading of the request (made now
-/// if not yet; a failed reading holds nothing) says it asks for no change.
-/// Every such write of the send is held: a model that repeats the call is
-/// answered the same, and its loop ends as any other.
+/// `write_check` is on, the fact gates are on, the send has no operator's
+/// check (`verify_command`: the check decides what the send must do, as in
+/// [`review`]), no file has changed in the send, and the model's reading
+/// of the request (made now if not yet; a failed reading holds nothing)
+/// says it asks for no change. Every such write of the send is held: a
+/// model that repeats the call is answered the same, and its loop ends as
+/// any other.
 pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
-    if !crate::tools::writes_text(tool) || !cx.config.write_check || !cx.checks || cx.facts.wrote() {
+    let off = !cx.config.write_check || !cx.checks || cx.verifier.is_some();
+    if off || !crate::tools::writes_text(tool) || cx.facts.wrote() {
         return None;
     }
     (read_request(cx).await == Reading::ChangesFiles(false)).then(|| held_note(tool))

@@ -13,15 +13,19 @@ use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::agent::outcome::side_call;
 
-/// The longest text shown to a reading call, in bytes (the head of a
-/// longer one).
+/// The longest text shown to a reading call, in bytes: a longer one is
+/// shown as its first and last `MAX_SHOWN_BYTES / 2` bytes around a
+/// `[…]` line (a long request often opens with background and ends with
+/// what it asks).
 pub const MAX_SHOWN_BYTES: usize = 4000;
 
 /// True when a final answer came from a send that could have written a
 /// file and changed nothing the facts can see: no file changed (a write
 /// held back is not on disk), no command ran, no call denied; an ordinary
-/// turn (not a wrap-up), no `output_schema`, token budget not spent, the
-/// fact gates on.
+/// turn, or the one that had to call a tool and answered in words anyway
+/// (a provider that does not hold the model to `tool_choice: "required"`;
+/// not a wrap-up), no `output_schema`, token budget not spent, the fact
+/// gates on.
 pub(super) fn quiet(cx: &SendCx<'_>) -> bool {
     let can_write = cx.config.tools.iter().any(|t| crate::tools::writes_text(t));
     let facts = &cx.facts;
@@ -30,7 +34,7 @@ pub(super) fn quiet(cx: &SendCx<'_>) -> bool {
         && !facts.wrote()
         && facts.ran.is_empty()
         && facts.denied == 0
-        && cx.mode == Mode::Work
+        && matches!(cx.mode, Mode::Work | Mode::Act)
         && cx.spec.output.is_none()
         && !cx.spec.meter.tokens_spent()
 }
@@ -45,7 +49,7 @@ pub(super) struct Ask {
     pub key: &'static str,
 }
 
-/// The model's answer to `ask` about `text` (its head, when long):
+/// The model's answer to `ask` about `text` (its ends, when long):
 /// `Some(b)` when it answered `{"<key>": b}`; `None` when the call failed
 /// or its answer was not that JSON (a reading that cannot be had lets the
 /// answer through).
@@ -65,14 +69,10 @@ pub(super) async fn yes_no(cx: &mut SendCx<'_>, ask: Ask, text: &str) -> Option<
 }
 
 /// The reading call's body: `ask.system`, then one user message with
-/// `ask.label`, the head of `text` and `ask.question`; no tools; at most 16
+/// `ask.label`, `text` ([`shown`]) and `ask.question`; no tools; at most 16
 /// tokens held to `{"<key>": boolean}`.
 fn request(model: &str, temperature: Option<f32>, ask: Ask, text: &str) -> Value {
-    let mut end = text.len().min(MAX_SHOWN_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let user = format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, &text[..end], ask.question);
+    let user = format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, shown(text), ask.question);
     json!({
         "model": model,
         "messages": [{"role": "system", "content": ask.system}, {"role": "user", "content": user}],
@@ -88,18 +88,40 @@ fn request(model: &str, temperature: Option<f32>, ask: Ask, text: &str) -> Value
     })
 }
 
+/// `text` as a reading shows it: whole up to [`MAX_SHOWN_BYTES`], else its
+/// first and last half of that (cut on character boundaries) around `[…]`.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_SHOWN_BYTES {
+        return text.into();
+    }
+    let half = MAX_SHOWN_BYTES / 2;
+    let mut head = half;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - half;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}\n[…]\n{}", &text[..head], &text[tail..]).into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_reading_shows_only_the_head_of_a_long_text() {
-        let long = "é".repeat(3000);
+    fn a_reading_shows_the_ends_of_a_long_text() {
+        let long = format!("{}{}{}", "é".repeat(1500), "x".repeat(3000), "ü".repeat(1500));
         let ask = Ask { system: "sys", label: "Request", question: "Is it?", key: "changes_files" };
         let body = request("m", None, ask, &long);
         let user = body["messages"][1]["content"].as_str().unwrap();
-        assert!(user.starts_with("Request:\n") && user.ends_with("Is it? Answer with JSON."), "{user}");
+        assert!(user.starts_with("Request:\néé") && user.ends_with("üü\n\nIs it? Answer with JSON."), "{user}");
+        assert!(user.contains("\n[…]\n") && !user.contains('x'), "the middle is left out: {user}");
         assert!(user.len() < MAX_SHOWN_BYTES + 100, "{}", user.len());
+        let short = "Make f return 2.";
+        let body = request("m", None, ask, short);
+        assert_eq!(body["messages"][1]["content"], "Request:\nMake f return 2.\n\nIs it? Answer with JSON.");
         assert_eq!(body["max_tokens"], 16);
         assert_eq!(body["response_format"]["json_schema"]["schema"]["required"][0], "changes_files");
         assert!(body.get("tools").is_none());
