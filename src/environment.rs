@@ -63,6 +63,12 @@ pub struct Environment {
     /// (`prompt=3,cached=0.3,completion=15`, dollars per million tokens; a
     /// bad value fails `init`).
     pub prices: Option<String>,
+    /// `PIRN_REQUEST_CHECK`, unparsed: the operator's default for
+    /// `config.request_check` (`true`/`false`, `1`/`0`, `on`/`off`; a bad
+    /// value fails `init`).
+    pub request_check: Option<String>,
+    /// `PIRN_WRITE_CHECK`, unparsed: the same for `config.write_check`.
+    pub write_check: Option<String>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -110,6 +116,8 @@ impl Environment {
             sandbox: var("PIRN_SANDBOX"),
             home: crate::store::home(&|k| get(k)),
             prices: var("PIRN_PRICES"),
+            request_check: var("PIRN_REQUEST_CHECK"),
+            write_check: var("PIRN_WRITE_CHECK"),
         }
     }
 

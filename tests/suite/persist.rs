@@ -82,6 +82,9 @@ async fn resume_keeps_the_system_prompt_without_a_workspace_listing() {
     assert_eq!(w.result_for("1").await.1["status"], "ok");
     w.write(json!({"type": "shutdown", "id": "2"})).await;
     w.until(|v| v["type"] == "shutdown_ok").await;
+    // The log is closed as the process exits, after `shutdown_ok`: resume
+    // once it has.
+    assert_eq!(w.exit_code().await, Some(0));
     let mut resume = quiet;
     resume["resume_session_id"] = json!(sid);
     resume["system_prompt"] = json!("A different prompt that must not replace the stored one.");

@@ -7,7 +7,9 @@
 //! never patched afterwards.
 //!
 //! Nothing here does I/O but canonicalising the workspace paths (and
-//! opening a cassette, through [`Endpoint::for_session`]).
+//! opening a cassette, through [`Endpoint::for_session`]). What a config
+//! may leave to the operator's environment or the protocol version is in
+//! `defaults`; why a config is refused, [`ConfigError`].
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -15,7 +17,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::approval::{ApprovalMode, Policy, RuleError};
+mod defaults;
+mod error;
+
+pub use error::ConfigError;
+
+use defaults::{reading_check, sandbox_of};
+
+use crate::approval::{ApprovalMode, Policy};
 use crate::environment::Environment;
 use crate::model::Endpoint;
 use crate::tools;
@@ -51,70 +60,7 @@ pub struct Limits {
 
 /// The system prompt `pirn run` and the MCP endpoint's `pirn_run` use when
 /// none is given (`src/default_system_prompt.txt`).
-pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("default_system_prompt.txt");
-
-/// Why `init.config` (or the environment it is read with) is unusable. The
-/// text is the `protocol_error` message.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("config.model must not be empty")]
-    EmptyModel,
-    #[error("config.max_iterations must be at least 1")]
-    ZeroIterations,
-    #[error("cannot read the working directory: {0}")]
-    WorkingDirectory(std::io::Error),
-    #[error("workspace {} is not a directory", .0.display())]
-    NotADirectory(PathBuf),
-    #[error("PIRN_APPROVAL_MODE={0:?} is not one of full-auto, auto-edit, suggest, plan")]
-    ApprovalMode(String),
-    #[error(transparent)]
-    Rule(#[from] RuleError),
-    #[error("allowed path {path:?}: {source}")]
-    AllowedPath { path: String, source: std::io::Error },
-    /// An extension a 0.2.0 client cannot use (it would never see the ids to answer with).
-    #[error("config.{0} needs protocol_version 0.3.0 (this session speaks 0.2.0)")]
-    NeedsV0_3(&'static str),
-    #[error(transparent)]
-    Cassette(#[from] crate::cassette::CassetteError),
-    #[error("config.max_tool_calls_per_turn must be at least 1")]
-    ZeroToolCalls,
-    #[error(transparent)]
-    Mcp(#[from] crate::mcp::client::McpError),
-    #[error("PIRN_SANDBOX={0:?} is not one of workspace-write, read-only, off")]
-    SandboxMode(String),
-    #[error("sandbox writable root {path:?}: {source}")]
-    WritableRoot { path: String, source: std::io::Error },
-    #[error("config.hooks: {0}")]
-    Hooks(String),
-    #[error("price table (config.prices or PIRN_PRICES): {0}")]
-    Prices(String),
-    #[error("config.max_cost_usd must be a number of dollars above 0")]
-    CostBudget,
-}
-
-/// The session's sandbox: `config.sandbox` (else `PIRN_SANDBOX`, else
-/// `workspace-write`), `config.sandbox_network` (default true) and the
-/// writable roots (canonicalised; each must exist).
-fn sandbox_of(
-    config: &InitConfig,
-    env: &Environment,
-    workspace: &std::path::Path,
-    allowed_paths: &[PathBuf],
-) -> Result<crate::sandbox::Sandbox, ConfigError> {
-    use crate::sandbox::{Sandbox, SandboxMode};
-    let mode = match (config.sandbox, &env.sandbox) {
-        (Some(m), _) => m,
-        (None, Some(v)) => SandboxMode::parse(v).ok_or_else(|| ConfigError::SandboxMode(v.clone()))?,
-        (None, None) => SandboxMode::default(),
-    };
-    let mut extra = allowed_paths.to_vec();
-    for p in config.sandbox_writable_roots.iter().flatten() {
-        let real =
-            PathBuf::from(p).canonicalize().map_err(|source| ConfigError::WritableRoot { path: p.clone(), source })?;
-        extra.push(real);
-    }
-    Ok(Sandbox::new(mode, config.sandbox_network.unwrap_or(true), workspace, &extra))
-}
+pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("../default_system_prompt.txt");
 
 /// Everything a session needs, validated. Built once; read-only after.
 #[derive(Debug, Clone)]
@@ -286,6 +232,9 @@ impl SessionConfig {
         if config.max_cost_usd.is_some_and(|m| !m.is_finite() || m <= 0.0) {
             return Err(ConfigError::CostBudget);
         }
+        let request_check =
+            reading_check(config.request_check, env.request_check.as_deref(), "PIRN_REQUEST_CHECK", version)?;
+        let write_check = reading_check(config.write_check, env.write_check.as_deref(), "PIRN_WRITE_CHECK", version)?;
         let endpoint = Endpoint::for_session(env, config.idle_timeout_ms, &workspace)?;
         let session_id = uuid::Uuid::new_v4().to_string();
         let instructions = if config.instruction_files.unwrap_or(version >= ProtocolVersion::V0_3) {
@@ -329,8 +278,8 @@ impl SessionConfig {
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
-            request_check: config.request_check.unwrap_or(version >= ProtocolVersion::V0_3),
-            write_check: config.write_check.unwrap_or(version >= ProtocolVersion::V0_3),
+            request_check,
+            write_check,
             claim_check: config.claim_check.unwrap_or(false),
             client_files: None,
             policy,
@@ -398,34 +347,4 @@ impl SessionConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> Environment {
-        Environment::from_pairs(pairs)
-    }
-
-    #[test]
-    fn config_errors_say_what_is_wrong() {
-        let base = InitConfig { model: "m".into(), ..InitConfig::default() };
-        let bad_mode = SessionConfig::new(
-            &base,
-            &env(&[("PIRN_APPROVAL_MODE", "yolo")]),
-            Limits::default(),
-            ProtocolVersion::V0_2,
-        );
-        assert!(bad_mode.unwrap_err().to_string().contains("yolo"));
-        let empty = InitConfig { model: " ".into(), ..InitConfig::default() };
-        assert!(matches!(
-            SessionConfig::new(&empty, &env(&[]), Limits::default(), ProtocolVersion::V0_2),
-            Err(ConfigError::EmptyModel)
-        ));
-        let nowhere = InitConfig { cwd: Some("/nonexistent/pirn".into()), ..base };
-        let e = SessionConfig::new(&nowhere, &env(&[]), Limits::default(), ProtocolVersion::V0_2).unwrap_err();
-        assert_eq!(e.to_string(), "workspace /nonexistent/pirn is not a directory");
-        let answers = InitConfig { model: "m".into(), permission_responses: Some(true), ..InitConfig::default() };
-        let e = SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_2).unwrap_err();
-        assert!(e.to_string().contains("0.3.0"), "{e}");
-        assert!(SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_3).is_ok());
-    }
-}
+mod tests;
