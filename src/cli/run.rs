@@ -65,15 +65,15 @@ pub struct RunArgs {
     /// Ask the model whether an answer that changed no file was asked for
     /// a change; if so, send it back once to act, then fail the send if
     /// still nothing changed (one short extra call, shared with
-    /// --write-check; config `request_check`) [default: true;
-    /// --request-check=false turns it off].
+    /// --write-check; config `request_check`) [default: PIRN_REQUEST_CHECK,
+    /// else true; --request-check=false turns it off].
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     request_check: Option<bool>,
     /// Hold back every write of a send whose request the model reads as
-    /// asking only for information, unless --verify is set (the check
+    /// asking only for information, unless a --verify check runs (it
     /// decides what the send must do) (one short extra call, shared with
-    /// --request-check; config `write_check`) [default: true;
-    /// --write-check=false turns it off].
+    /// --request-check; config `write_check`) [default: PIRN_WRITE_CHECK,
+    /// else true; --write-check=false turns it off].
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     write_check: Option<bool>,
     /// Ask the model whether an answer that changed no file says it

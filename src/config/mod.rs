@@ -165,7 +165,9 @@ impl SessionConfig {
     /// Errors: an empty model, `max_iterations` or `max_tool_calls_per_turn`
     /// of 0, a workspace that is not a directory, a bad approval mode or
     /// permission rule, an allowed path that does not exist,
-    /// `permission_responses` in a 0.2.0 session.
+    /// `permission_responses` in a 0.2.0 session, a `PIRN_SANDBOX`,
+    /// `PIRN_PRICES`, `PIRN_REQUEST_CHECK` or `PIRN_WRITE_CHECK` value that
+    /// does not parse.
     pub fn new(
         config: &InitConfig,
         env: &Environment,

@@ -118,8 +118,8 @@ pub struct InitConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_check: Option<bool>,
     /// Before the first `write_file` or `edit_file` of a send that has
-    /// changed no file and has no `verify_command` (the operator's check
-    /// decides what it must do) runs, ask the model (the same short extra call as
+    /// changed no file and whose `verify_command` does not run (one that
+    /// runs decides what the send must do) runs, ask the model (the same short extra call as
     /// `request_check`, made at most once per send) whether the request
     /// asks for files to change; when it says not, that call and every
     /// later write of the send are not run, each with a failed result

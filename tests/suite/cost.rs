@@ -8,7 +8,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 
 use super::mock::{MockServer, Reply};
-use super::worker::{Worker, mock_worker, names, pirn_command};
+use super::worker::{Worker, mock_worker, names, pirn_command, scripted_only};
 
 /// An OpenRouter-style streamed answer: `delta`, then a usage chunk with
 /// its `cost` in dollars.
@@ -18,14 +18,6 @@ fn openrouter(delta: Value, finish: &str, cost: f64) -> Reply {
     let usage = json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
         "cost": cost, "is_byok": false}});
     Reply::Raw { body: format!("data: {chunk}\n\ndata: {end}\n\ndata: {usage}\n\ndata: [DONE]\n\n") }
-}
-
-/// `config` with only the scripted calls made: the request check's reading
-/// (on in 0.3.0) is a model call of its own, which the mock answers with no
-/// usage or cost.
-fn scripted_only(mut config: Value) -> Value {
-    config["request_check"] = json!(false);
-    config
 }
 
 fn glob_call(pattern: &str, cost: f64) -> Reply {

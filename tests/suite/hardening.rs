@@ -183,8 +183,7 @@ async fn a_call_cut_off_mid_arguments_does_not_poison_the_history() {
         Reply::ToolCalls { calls: vec![cut], usage: Some([10, 4096]), text: None },
         Reply::text(&["I could not write it."]),
     ];
-    // The request check (on in 0.3.0) would send that answer back once.
-    let (mut w, mock) = mock_worker(script, &[], json!({"request_check": false})).await;
+    let (mut w, mock) = mock_worker(script, &[], super::worker::scripted_only(json!({}))).await;
     w.write(json!({"type":"send","id":"s","message":"write t.py"})).await;
     let (events, r) = w.result_for("s").await;
     assert_eq!(r["status"], "ok", "{r}");

@@ -84,3 +84,23 @@ async fn sigint_cancels_a_run() {
     let last: Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(last["error"]["code"], "cancelled");
 }
+
+#[tokio::test]
+async fn run_reads_the_request_unless_told_not_to() {
+    // `pirn run` speaks 0.3.0: an answer that changed nothing is held
+    // against the model's reading of the request (the mock reads it as a
+    // question, so the answer stands), unless `--request-check=false`.
+    let runs: [(&[&str], usize); 3] = [
+        (&["run", "what is this?"], 1),
+        (&["run", "--request-check=false", "what is this?"], 0),
+        // Without `=` the flag takes no value: the word after it is the prompt.
+        (&["run", "--request-check", "false"], 1),
+    ];
+    for (args, readings) in runs {
+        let mock = MockServer::start(vec![Reply::text(&["It is a demo."])]).await;
+        let (code, _, err) = run(&mock.base_url(), args).await;
+        assert_eq!((code, mock.readings().len()), (0, readings), "{args:?}: {err}");
+        let prompt = mock.requests()[0].body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+        assert_eq!(&prompt, args.last().unwrap(), "{args:?}");
+    }
+}

@@ -31,15 +31,9 @@ pub async fn call_tool(w: &mut Worker, mock: &MockServer, name: &str, args: Valu
 }
 
 /// A worker for tests of what a tool did and what the model was told, its
-/// sends ending as the script says: the request check (on in 0.3.0), which
-/// sends an answer after a write that failed or changed nothing back once,
-/// is off unless `extra` names it (it has its own tests in asked.rs).
+/// sends ending as the script says ([`super::worker::scripted_only`]).
 pub async fn tool_worker(extra: Value) -> (Worker, MockServer) {
-    let mut extra = extra;
-    if extra.get("request_check").is_none() {
-        extra["request_check"] = json!(false);
-    }
-    mock_worker(vec![], &[], extra).await
+    mock_worker(vec![], &[], super::worker::scripted_only(extra)).await
 }
 
 #[tokio::test]

@@ -30,8 +30,8 @@
 //!
 //! The same reading also guards the other way ([`hold_write`],
 //! `write_check`, on and off as `request_check` is): before the first
-//! `write_file` or `edit_file` of a send that has changed no file and has
-//! no `verify_command` runs, the request is read; when the model
+//! `write_file` or `edit_file` of a send that has changed no file and no
+//! operator's check will judge runs, the request is read; when the model
 //! says it asks only for information, that call and every later write of
 //! the send are held back (not run; the result says why and asks for the
 //! answer in words, with any change it needs described).
@@ -96,9 +96,9 @@ fn held_note(tool: &str) -> String {
 
 /// Before a tool call runs: `Some(result)` when it is held back, i.e. it
 /// is a `write_file`/`edit_file` call ([`crate::tools::writes_text`]),
-/// `write_check` is on, the fact gates are on, the send has no operator's
-/// check (`verify_command`: the check decides what the send must do, as in
-/// [`review`]), no file has changed in the send, and the model's reading
+/// `write_check` is on, the fact gates are on, no operator's check will
+/// judge the send (a `verify_command` pirn can run, i.e. a verifier: the
+/// check decides what the send must do, as in [`review`]), no file has changed in the send, and the model's reading
 /// of the request (made now if not yet; a failed reading holds nothing)
 /// says it asks for no change. Every such write of the send is held: a
 /// model that repeats the call is answered the same, and its loop ends as

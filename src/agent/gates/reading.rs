@@ -95,14 +95,8 @@ fn shown(text: &str) -> std::borrow::Cow<'_, str> {
         return text.into();
     }
     let half = MAX_SHOWN_BYTES / 2;
-    let mut head = half;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - half;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
+    let head = crate::tools::floor_char_boundary(text, half);
+    let tail = crate::tools::ceil_char_boundary(text, text.len() - half);
     format!("{}\n[…]\n{}", &text[..head], &text[tail..]).into()
 }
 
@@ -112,12 +106,15 @@ mod tests {
 
     #[test]
     fn a_reading_shows_the_ends_of_a_long_text() {
-        let long = format!("{}{}{}", "é".repeat(1500), "x".repeat(3000), "ü".repeat(1500));
+        // Both cuts (byte 2000, and 2000 from the end) fall inside a
+        // two-byte character: the head ends before it, the tail starts after.
+        let long = format!("a{}{}{}b", "é".repeat(1500), "x".repeat(3000), "ü".repeat(1500));
         let ask = Ask { system: "sys", label: "Request", question: "Is it?", key: "changes_files" };
         let body = request("m", None, ask, &long);
         let user = body["messages"][1]["content"].as_str().unwrap();
-        assert!(user.starts_with("Request:\néé") && user.ends_with("üü\n\nIs it? Answer with JSON."), "{user}");
-        assert!(user.contains("\n[…]\n") && !user.contains('x'), "the middle is left out: {user}");
+        let (head, tail) = user.split_once("\n[…]\n").expect("the marker");
+        assert_eq!(head, format!("Request:\na{}", "é".repeat(999)), "the first 1,999 bytes");
+        assert_eq!(tail, format!("{}b\n\nIs it? Answer with JSON.", "ü".repeat(999)), "the last 1,999 bytes");
         assert!(user.len() < MAX_SHOWN_BYTES + 100, "{}", user.len());
         let short = "Make f return 2.";
         let body = request("m", None, ask, short);
