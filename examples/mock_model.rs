@@ -12,6 +12,8 @@
 
 #[path = "../tests/suite/mock.rs"]
 mod mock;
+#[path = "../tests/suite/mock_wire.rs"]
+mod mock_wire;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

@@ -36,6 +36,12 @@ async fn a_change_reported_again_with_nothing_changed_fails_the_send() {
     let (r, mock, w) = send(script, true, "Make f in app.py return 2.", json!({})).await;
     super::asked::failed_with_nothing_changed(&r, "Done: f returns 2 now.", &w);
     assert_eq!((mock.requests().len(), mock.readings().len()), (3, 2), "sent back once, each answer read");
+    // The claim again in the round that had to call a tool (the mock does
+    // not hold the model to `tool_choice: "required"`): read and failed too.
+    let script = vec![Reply::text(&["I changed f to return 2."]), Reply::text(&["Done: f returns 2 now."])];
+    let (r, mock, w) = send(script, true, "Make f in app.py return 2.", json!({})).await;
+    super::asked::failed_with_nothing_changed(&r, "Done: f returns 2 now.", &w);
+    assert_eq!((mock.requests().len(), mock.readings().len()), (2, 2), "sent back once, each answer read");
 }
 
 #[tokio::test]

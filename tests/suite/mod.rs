@@ -2,6 +2,7 @@
 //! HTTP mock model server on 127.0.0.1.
 
 mod mock;
+mod mock_wire;
 mod worker;
 
 mod acp;
