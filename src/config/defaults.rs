@@ -44,11 +44,13 @@ pub(super) fn reading_check(
     var: &'static str,
     version: ProtocolVersion,
 ) -> Result<bool, ConfigError> {
-    match (config, env.map(|v| v.trim().to_ascii_lowercase())) {
-        (Some(on), _) => Ok(on),
-        (None, Some(v)) if matches!(v.as_str(), "true" | "1" | "on") => Ok(true),
-        (None, Some(v)) if matches!(v.as_str(), "false" | "0" | "off") => Ok(false),
-        (None, Some(_)) => Err(ConfigError::Switch { var, value: env.unwrap_or_default().to_owned() }),
-        (None, None) => Ok(version >= ProtocolVersion::V0_3),
+    if let Some(on) = config {
+        return Ok(on);
+    }
+    let Some(value) = env else { return Ok(version >= ProtocolVersion::V0_3) };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "on" => Ok(true),
+        "false" | "0" | "off" => Ok(false),
+        _ => Err(ConfigError::Switch { var, value: value.to_owned() }),
     }
 }
