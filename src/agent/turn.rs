@@ -16,7 +16,7 @@ use super::mode::Mode;
 use super::outcome::{Shown, call_model, fail};
 use super::{Outcome, batch, fit, request, structured};
 use crate::context;
-use crate::model::Completion;
+use crate::model::{Completion, ToolCall};
 use crate::wire::{ErrorCode, ErrorEnvelope, Event};
 
 /// What one turn produced.
@@ -162,9 +162,31 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
         let error = cx.spec.meter.exceeded();
         return Step::End(fail(emit, error, Some(cx.account()), None).await);
     }
+    let mut completion = completion;
+    if completion.tool_calls.is_empty() && config.file_blocks && !cx.mode.no_tools() {
+        file_block_calls(&mut completion, cx.conv.len());
+    }
     let turn = batch::plan(&completion.tool_calls, config.max_tool_calls_per_turn);
     cx.conv.push_assistant(&completion.text, &turn.run);
     if completion.tool_calls.is_empty() { Step::Answer(completion) } else { Step::Calls(turn) }
+}
+
+/// With `file_blocks` on: an answer's file blocks
+/// ([`crate::tools::file_blocks`]) become its `write_file` calls (ids
+/// `file-block-<at>-<n>`, `at` the conversation's length, so a replay
+/// makes the same ids) and the rest of its text its prose.
+fn file_block_calls(completion: &mut Completion, at: usize) {
+    let Some((prose, blocks)) = crate::tools::file_blocks::split(&completion.text) else { return };
+    completion.tool_calls = blocks
+        .iter()
+        .enumerate()
+        .map(|(n, b)| ToolCall {
+            id: format!("file-block-{at}-{}", n + 1),
+            name: "write_file".to_owned(),
+            arguments: b.arguments(),
+        })
+        .collect();
+    completion.text = prose;
 }
 
 /// The `response_format` of the next request: the send's schema only in a

@@ -122,6 +122,9 @@ pub struct SessionConfig {
     /// Ask the model whether an answer that changed no file says it
     /// changed files (`config.claim_check`, see `agent::gates::claimed`).
     pub claim_check: bool,
+    /// Whether an answer's file blocks are writes (`config.file_blocks`
+    /// with `write_file` enabled; see `agent::file_blocks`).
+    pub file_blocks: bool,
     /// The client's file system, when the transport offers one (ACP's
     /// `fs/*`); `None` from an init config. See `tools::client_files`.
     pub client_files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
@@ -244,11 +247,14 @@ impl SessionConfig {
         } else {
             crate::context::instructions::Instructions::default()
         };
-        let base = if mode == ApprovalMode::Plan {
-            format!("{}{PLAN_INSTRUCTIONS}", config.system_prompt)
-        } else {
-            config.system_prompt.clone()
-        };
+        let file_blocks = config.file_blocks.unwrap_or(false) && tools.iter().any(|t| t == "write_file");
+        let mut base = config.system_prompt.clone();
+        if mode == ApprovalMode::Plan {
+            base.push_str(PLAN_INSTRUCTIONS);
+        }
+        if file_blocks {
+            base.push_str(crate::tools::file_blocks::INSTRUCTIONS);
+        }
         Ok(SessionConfig {
             correlation: Correlation {
                 session_id: Some(Arc::from(session_id.as_str())),
@@ -283,6 +289,7 @@ impl SessionConfig {
             request_check,
             write_check,
             claim_check: config.claim_check.unwrap_or(false),
+            file_blocks,
             client_files: None,
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),

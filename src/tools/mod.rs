@@ -21,6 +21,7 @@ pub mod edit_file;
 pub mod edit_many;
 pub mod edit_match;
 pub mod edit_overlap;
+pub mod file_blocks;
 pub mod glob;
 pub mod grep;
 pub mod read_file;

@@ -19,6 +19,7 @@ mod cost;
 mod errors;
 mod failover;
 mod faults;
+mod file_blocks;
 mod finish;
 mod golden;
 mod group;
