@@ -17,6 +17,7 @@ use super::outcome::{Shown, call_model, fail};
 use super::{Outcome, batch, fit, request, structured};
 use crate::context;
 use crate::model::{Completion, ToolCall};
+use crate::tools::file_blocks;
 use crate::wire::{ErrorCode, ErrorEnvelope, Event};
 
 /// What one turn produced.
@@ -164,27 +165,24 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     }
     let mut completion = completion;
     if completion.tool_calls.is_empty() && config.file_blocks && !cx.mode.no_tools() {
-        file_block_calls(&mut completion, cx.conv.len());
+        file_block_calls(config, &mut completion, cx.conv.len());
     }
     let turn = batch::plan(&completion.tool_calls, config.max_tool_calls_per_turn);
     cx.conv.push_assistant(&completion.text, &turn.run);
     if completion.tool_calls.is_empty() { Step::Answer(completion) } else { Step::Calls(turn) }
 }
 
-/// With `file_blocks` on: an answer's file blocks
-/// ([`crate::tools::file_blocks`]) become its `write_file` calls (ids
+/// With `file_blocks` on: the calls an answer's text stands for
+/// ([`crate::tools::file_blocks`]) become its tool calls (ids
 /// `file-block-<at>-<n>`, `at` the conversation's length, so a replay
 /// makes the same ids) and the rest of its text its prose.
-fn file_block_calls(completion: &mut Completion, at: usize) {
-    let Some((prose, blocks)) = crate::tools::file_blocks::split(&completion.text) else { return };
-    completion.tool_calls = blocks
-        .iter()
+fn file_block_calls(config: &crate::config::SessionConfig, completion: &mut Completion, at: usize) {
+    let reading = file_blocks::Reading { tools: &config.tools, target: config.file_block_target.as_deref() };
+    let Some((prose, calls)) = file_blocks::calls(&completion.text, reading) else { return };
+    completion.tool_calls = calls
+        .into_iter()
         .enumerate()
-        .map(|(n, b)| ToolCall {
-            id: format!("file-block-{at}-{}", n + 1),
-            name: "write_file".to_owned(),
-            arguments: b.arguments(),
-        })
+        .map(|(n, c)| ToolCall { id: format!("file-block-{at}-{}", n + 1), name: c.name, arguments: c.arguments })
         .collect();
     completion.text = prose;
 }

@@ -82,12 +82,14 @@ pub struct RunArgs {
     /// config `claim_check`).
     #[arg(long)]
     claim_check: bool,
-    /// Let the model write a whole file by answering with its path on a
-    /// line and then a fenced code block of its content (aider's "whole"
-    /// format; the system prompt says how). An answer that puts a path
-    /// above code it only shows writes that file (config `file_blocks`).
-    #[arg(long)]
-    file_blocks: bool,
+    /// Let the model make calls in its answer's text: its path on a line
+    /// then a fenced block writes that file (aider's "whole" format), a
+    /// fenced JSON call is that call; with FILE, the answer's only block
+    /// with no path line writes FILE. The system prompt says how. An answer
+    /// that puts a path above code it only shows writes that file (config
+    /// `file_blocks`, `file_block_target`).
+    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "FILE")]
+    file_blocks: Option<Option<String>>,
     /// A variable of pirn's environment that bash also gets (repeatable or
     /// comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
@@ -161,7 +163,8 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         request_check: args.request_check,
         write_check: args.write_check,
         claim_check: args.claim_check.then_some(true),
-        file_blocks: args.file_blocks.then_some(true),
+        file_blocks: args.file_blocks.is_some().then_some(true),
+        file_block_target: args.file_blocks.clone().flatten(),
         env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
         max_cost_usd: args.max_budget_usd,
         hooks: args.settings,

@@ -125,6 +125,9 @@ pub struct SessionConfig {
     /// Whether an answer's file blocks are writes (`config.file_blocks`
     /// with `write_file` enabled; see `agent::file_blocks`).
     pub file_blocks: bool,
+    /// The file a lone block without a path line writes
+    /// (`config.file_block_target`, only with `file_blocks`).
+    pub file_block_target: Option<String>,
     /// The client's file system, when the transport offers one (ACP's
     /// `fs/*`); `None` from an init config. See `tools::client_files`.
     pub client_files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
@@ -252,8 +255,16 @@ impl SessionConfig {
         if mode == ApprovalMode::Plan {
             base.push_str(PLAN_INSTRUCTIONS);
         }
+        let file_block_target = config
+            .file_block_target
+            .clone()
+            .filter(|t| file_blocks && !t.trim().is_empty())
+            .map(|t| t.trim().to_owned());
         if file_blocks {
             base.push_str(crate::tools::file_blocks::INSTRUCTIONS);
+        }
+        if let Some(target) = &file_block_target {
+            base.push_str(&crate::tools::file_blocks::target_instructions(target));
         }
         Ok(SessionConfig {
             correlation: Correlation {
@@ -290,6 +301,7 @@ impl SessionConfig {
             write_check,
             claim_check: config.claim_check.unwrap_or(false),
             file_blocks,
+            file_block_target,
             client_files: None,
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),

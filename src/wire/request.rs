@@ -134,16 +134,22 @@ pub struct InitConfig {
     /// says so again with still nothing changed (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_check: Option<bool>,
-    /// Let the model write a whole file without a tool call: a line holding
-    /// only the file's relative path, then a fenced code block with its
-    /// complete content, becomes a `write_file` call of exactly those lines
-    /// (approval, hooks and checks as for any call); the system prompt
-    /// says how. For models that write code better in a fence than in a
-    /// tool call's JSON; a "show me" answer with a path line above its code
-    /// writes that file, so it is off unless asked for (default false; no
-    /// effect without `write_file`).
+    /// Let the model make a call in its answer's text: a fenced block that
+    /// is one JSON call `{"name", "arguments"}` of an enabled tool is that
+    /// call, and a line holding only a relative path followed by a fenced
+    /// block is a `write_file` of exactly the block's lines (approval, hooks
+    /// and checks as for any call); the system prompt says how. For models
+    /// that write code better in a fence than in a tool call's JSON; a
+    /// "show me" answer with a path line above its code writes that file,
+    /// so it is off unless asked for (default false; no effect without
+    /// `write_file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_blocks: Option<bool>,
+    /// With `file_blocks`: the file an answer's only fenced block writes
+    /// when no path line names one (aider's one file in the chat), a path
+    /// beneath the workspace. Unset: such a block writes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_block_target: Option<String>,
     /// Removed: pirn makes no tool calls of its own (it once read the files
     /// a request named and ran the command it named before the model's
     /// first answer). Accepted so older clients still start; has no effect.

@@ -106,3 +106,51 @@ async fn a_file_block_goes_through_the_same_rules_as_a_write_file_call() {
     let end = tool_events(&events).into_iter().rfind(|e| e["event"] == "tool_end").unwrap();
     assert_eq!(end["is_error"], true, "{end}");
 }
+
+#[tokio::test]
+async fn with_a_target_the_answers_only_block_writes_it_and_a_json_call_in_the_text_runs_as_that_call() {
+    // The target (aider's one file in the chat): the lone block, no path line.
+    let lone = "The answer is:\n```python\ndef f():\n    return 2\n```";
+    let script = vec![read_app(), Reply::text(&[lone]), Reply::text(&["Done."])];
+    let config = json!({"file_blocks": true, "file_block_target": "app.py"});
+    let (events, r, mock, w) = send(script, config).await;
+    assert_eq!((r["status"].as_str(), app_py(&w).as_str()), (Some("ok"), "def f():\n    return 2\n"), "{r}");
+    assert_eq!(tool_events(&events)[2]["args"]["file_path"], "app.py");
+    let system = mock.requests()[0].body["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert!(system.contains("when it is the only one in your answer, replaces app.py"), "{system}");
+    // Two blocks without path lines: neither is written.
+    let two = "Code:\n```python\ndef f():\n    return 2\n```\nRun it:\n```sh\npython3 app.py\n```";
+    let config = json!({"file_blocks": true, "file_block_target": "app.py"});
+    let (_, r, _mock, w) = send(vec![read_app(), Reply::text(&[two])], config).await;
+    assert_eq!((r["response"].as_str(), app_py(&w).as_str()), (Some(two), ORIGINAL), "{r}");
+    // A tool call the model wrote as JSON text is that call, not the target's content.
+    let call = r#"```json
+{"name": "write_file", "arguments": {"file_path": "new.py", "content": "x = 1\n"}}
+```"#;
+    let config = json!({"file_blocks": true, "file_block_target": "app.py"});
+    let (events, r, _mock, w) = send(vec![Reply::text(&[call]), Reply::text(&["Done."])], config).await;
+    assert_eq!(r["files_changed"], json!(["new.py"]), "{r}");
+    assert_eq!((app_py(&w).as_str(), tool_events(&events)[0]["name"].as_str()), (ORIGINAL, Some("write_file")));
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("new.py")).unwrap(), "x = 1\n");
+}
+
+#[tokio::test]
+async fn pirn_run_takes_the_option_and_its_target() {
+    let lone = "```python\ndef f():\n    return 2\n```";
+    for (flag, written) in [("--file-blocks=app.py", true), ("--file-blocks", false)] {
+        let mock = MockServer::start(vec![read_app(), Reply::text(&[lone]), Reply::text(&["Done."])]).await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("app.py"), ORIGINAL).unwrap();
+        let args = ["run", "--request-check=false", "--write-check=false", flag, "Make f return 2."];
+        let out = super::worker::pirn_command(&mock.base_url(), &[])
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{flag}: {}", String::from_utf8_lossy(&out.stderr));
+        let now = std::fs::read_to_string(dir.path().join("app.py")).unwrap();
+        assert_eq!(now == "def f():\n    return 2\n", written, "{flag}: {now}");
+    }
+}
