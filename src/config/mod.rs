@@ -123,7 +123,7 @@ pub struct SessionConfig {
     /// changed files (`config.claim_check`, see `agent::gates::claimed`).
     pub claim_check: bool,
     /// Whether an answer's file blocks are writes (`config.file_blocks`
-    /// with `write_file` enabled; see `agent::file_blocks`).
+    /// with `write_file` enabled; see `tools::file_blocks`).
     pub file_blocks: bool,
     /// The file a lone block without a path line writes
     /// (`config.file_block_target`, only with `file_blocks`).
@@ -261,10 +261,7 @@ impl SessionConfig {
             .filter(|t| file_blocks && !t.trim().is_empty())
             .map(|t| t.trim().to_owned());
         if file_blocks {
-            base.push_str(crate::tools::file_blocks::INSTRUCTIONS);
-        }
-        if let Some(target) = &file_block_target {
-            base.push_str(&crate::tools::file_blocks::target_instructions(target));
+            base.push_str(&crate::tools::file_blocks::instructions(file_block_target.as_deref()));
         }
         Ok(SessionConfig {
             correlation: Correlation {

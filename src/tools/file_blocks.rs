@@ -4,7 +4,7 @@
 //!
 //! Owns: the format and its parse. With `file_blocks` on (config key, `pirn
 //! run --file-blocks`; off by default), the system prompt gains
-//! [`INSTRUCTIONS`], and the fenced code blocks (three or more backticks,
+//! [`instructions`], and the fenced code blocks (three or more backticks,
 //! any info string, closed by a fence at least as long) of an answer
 //! without tool calls are read, each one once, in this order:
 //! 1. a block whose content is one JSON object `{"name": <an enabled
@@ -30,16 +30,20 @@
 //! only shows writes that file, and with a target, so does an answer's one
 //! block of code.
 
-/// Appended to the system prompt when file blocks are on.
-pub const INSTRUCTIONS: &str = "\n\nWriting a whole file: besides write_file, you may answer with the file's path \
-alone on one line, then a fenced code block holding the file's complete new content:\n\nsrc/greet.py\n```python\n\
-def greet(name):\n    return f\"Hello, {name}!\"\n```\n\nEach such block in your answer replaces that file with exactly \
-the block's content, as write_file would. Use it only for a change the request asks for; to show code without \
-changing a file, give no path line.";
-
-/// Appended after [`INSTRUCTIONS`] when the operator set a target file.
-pub fn target_instructions(target: &str) -> String {
-    format!(" A fenced block with no path line, when it is the only one in your answer, replaces {target}.")
+/// What the system prompt gains when file blocks are on: the format, and
+/// what a block without a path line does (writes `target`, or nothing).
+pub fn instructions(target: Option<&str>) -> String {
+    let base = "\n\nWriting a whole file: besides write_file, you may answer with the file's path alone on one \
+line, then a fenced code block holding the file's complete new content:\n\nsrc/greet.py\n```python\n\
+def greet(name):\n    return f\"Hello, {name}!\"\n```\n\nEach such block in your answer replaces that file with \
+exactly the block's content, as write_file would. Use it only for a change the request asks for.";
+    match target {
+        Some(t) => format!(
+            "{base} A fenced block with no path line, when it is the only one in your answer, replaces {t}; to \
+             show code without changing it, do not put it in a fence."
+        ),
+        None => format!("{base} To show code without changing a file, give no path line."),
+    }
 }
 
 /// Longest path line read as a path, in bytes.
@@ -157,9 +161,11 @@ fn path_line_above(lines: &[&str], cut: &[bool], open: usize) -> Option<(usize, 
 /// The backtick count of an opening fence line (3 or more, then an info
 /// string without backticks), else `None`.
 fn fence_open(line: &str) -> Option<usize> {
-    let l = line.trim_start_matches([' ']).trim_end();
+    let unindented = line.trim_start_matches(' ');
+    let l = unindented.trim_end();
     let ticks = l.bytes().take_while(|&b| b == b'`').count();
-    (ticks >= 3 && line.len() - line.trim_start_matches(' ').len() <= 3 && !l[ticks..].contains('`')).then_some(ticks)
+    let indent = line.len() - unindented.len();
+    (ticks >= 3 && indent <= 3 && !l[ticks..].contains('`')).then_some(ticks)
 }
 
 /// Whether `line` closes a fence opened with `ticks` backticks.
