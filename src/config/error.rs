@@ -43,4 +43,6 @@ pub enum ConfigError {
     CostBudget,
     #[error("{var}={value:?} is not one of true, false, 1, 0, on, off")]
     Switch { var: &'static str, value: String },
+    #[error("config.file_block_target is set but config.file_blocks is not true (the target is only read with it)")]
+    TargetWithoutFileBlocks,
 }

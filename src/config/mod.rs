@@ -189,6 +189,9 @@ impl SessionConfig {
         if config.max_tool_calls_per_turn == Some(0) {
             return Err(ConfigError::ZeroToolCalls);
         }
+        if config.file_block_target.is_some() && config.file_blocks != Some(true) {
+            return Err(ConfigError::TargetWithoutFileBlocks);
+        }
         if config.permission_responses == Some(true) && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("permission_responses"));
         }

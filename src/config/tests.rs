@@ -24,6 +24,14 @@ fn config_errors_say_what_is_wrong() {
     let e = SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_2).unwrap_err();
     assert!(e.to_string().contains("0.3.0"), "{e}");
     assert!(SessionConfig::new(&answers, &env(&[]), Limits::default(), ProtocolVersion::V0_3).is_ok());
+    // A file-block target without the option would silently do nothing.
+    let target = InitConfig { model: "m".into(), file_block_target: Some("a.py".into()), ..InitConfig::default() };
+    let e = SessionConfig::new(&target, &env(&[]), Limits::default(), ProtocolVersion::V0_3).unwrap_err();
+    assert!(e.to_string().contains("config.file_blocks is not true"), "{e}");
+    let both = InitConfig { file_blocks: Some(true), tools: vec!["write_file".into()], ..target };
+    let c = SessionConfig::new(&both, &env(&[]), Limits::default(), ProtocolVersion::V0_3).unwrap();
+    assert_eq!((c.file_blocks, c.file_block_target.as_deref()), (true, Some("a.py")));
+    assert!(c.system_prompt.contains("replaces a.py"), "{}", c.system_prompt);
 }
 
 #[test]

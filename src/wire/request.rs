@@ -147,7 +147,8 @@ pub struct InitConfig {
     pub file_blocks: Option<bool>,
     /// With `file_blocks`: the file an answer's only fenced block writes
     /// when no path line names one (aider's one file in the chat), a path
-    /// beneath the workspace. Unset: such a block writes nothing.
+    /// beneath the workspace. Unset: such a block writes nothing. Set
+    /// without `file_blocks: true`, init fails (it would do nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_block_target: Option<String>,
     /// Removed: pirn makes no tool calls of its own (it once read the files
