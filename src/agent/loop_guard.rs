@@ -104,6 +104,12 @@ pub fn wrap_up_note(request: &str) -> String {
     )
 }
 
+/// The note after a repeated look in a send whose operator's check will
+/// judge the files and no file has changed yet.
+pub const REPEAT_TO_CHECK: &str = "You already have that result: it is above, and nothing has changed since. No \
+     file has changed in this send yet, and the task is checked by running a command on the files, so an answer in \
+     words cannot finish it. Make the change now with edit_file or write_file.";
+
 /// The note for the first cycle of a send: which calls went round and
 /// what to do instead.
 pub fn cycle_note(calls: &[(String, String)]) -> String {

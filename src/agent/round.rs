@@ -7,7 +7,9 @@
 //! the previous answer is answered with its earlier result unless the
 //! workspace may have changed since or the tool held it back), the
 //! tool-call budget, and after the calls: the wrap-up when every call
-//! repeated one that worked (the model has what it asked for), the cycle
+//! repeated one that worked (the model has what it asked for; in a send
+//! whose operator's check has seen no change yet, a round that must call a
+//! tool instead, since an answer in words cannot pass the check), the cycle
 //! note (the same calls with the same results going round), the wrap-up
 //! when the model rewrote a file with the bytes it already held, and the
 //! wrap-up when the tool-call budget is spent. Every decision reads
@@ -86,7 +88,14 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
         .iter()
         .zip(&cx.facts.last_round)
         .any(|(call, outcome)| call.name == "write_file" && matches!(outcome, CallOutcome::Unchanged { .. }));
-    if cx.mode == Mode::Work && looks_again {
+    if cx.mode == Mode::Work && looks_again && cx.verifier.is_some() && !cx.facts.wrote() {
+        // It asked again for what it already has, and the operator's check
+        // has yet to see a change: an answer in words cannot pass it (and
+        // would spend one of its rounds), so the next request must call a
+        // tool. A third identical request is still a loop.
+        cx.mode = Mode::Act;
+        cx.conv.push_note(loop_guard::REPEAT_TO_CHECK);
+    } else if cx.mode == Mode::Work && looks_again {
         // It asked again for what it already has: ask for its answer now
         // rather than after a third identical request.
         cx.mode = Mode::WrapUp(WrapUp::Repeated);

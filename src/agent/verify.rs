@@ -23,8 +23,10 @@ use crate::wire::{ErrorCode, ErrorEnvelope, Verification};
 pub enum Checked {
     /// The command passed.
     Passed,
-    /// It failed and the model gets another round: the note to give it.
-    Retry(String),
+    /// It failed and the model gets another round: the note to give it,
+    /// and whether no call since the last failure changed a file or ran a
+    /// command (the same code failed again).
+    Retry { note: String, unchanged: bool },
     /// It failed with no rounds left.
     Failed(ErrorEnvelope),
 }
@@ -101,7 +103,7 @@ impl Verifier {
         if passed {
             Checked::Passed
         } else if self.take_round() {
-            Checked::Retry(text)
+            Checked::Retry { note: text, unchanged }
         } else {
             Checked::Failed(ErrorEnvelope::new(
                 ErrorCode::VerificationFailed,

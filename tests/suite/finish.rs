@@ -236,7 +236,41 @@ async fn the_check_runs_when_the_model_claims_work_it_never_did() {
     assert_eq!(r["verification"]["passed"], true, "{r}");
     assert_eq!(mock.requests().len(), 4);
     assert!(last_message(&mock, 1).contains("I ran `python3 check.py`"), "{}", last_message(&mock, 1));
+    // Words met a failing check and nothing was written: only a change can
+    // make it pass, so the next request must call a tool.
+    assert_eq!(mock.requests()[1].body["tool_choice"], "required");
+    assert!(mock.requests()[2].body.get("tool_choice").is_none(), "one such round, then the ordinary turn");
     assert!(std::fs::read_to_string(w.workspace.path().join("calc.py")).unwrap().contains("x * 2"));
+}
+
+#[tokio::test]
+async fn a_repeated_look_before_any_change_to_a_checked_task_must_act() {
+    // With an operator's check and no file changed, a look asked for again
+    // is not answered with a wrap-up in words (which the check would fail,
+    // spending one of its rounds): the next request must call a tool.
+    let read = || Reply::tool("read_file", json!({"file_path": "calc.py"}));
+    let script = vec![
+        read(),
+        read(),
+        Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x * 2\n"})),
+        Reply::text(&["Done."]),
+    ];
+    let files = [
+        ("calc.py", "def double(x):\n    return x\n"),
+        ("check.py", "from calc import double\nassert double(5) == 10\n"),
+    ];
+    let config = json!({"verify_command": "python3 check.py"});
+    let (_, r, mock, _w) = send_with(script, &files, "Make double(x) double its argument.", config).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4, "no wrap-up, no failed check given back");
+    assert_eq!(reqs[2].body["tool_choice"], "required");
+    assert!(last_message(&mock, 2).contains("an answer in words cannot finish it"), "{}", last_message(&mock, 2));
+    // Without a check the same repeat asks for the answer without tools.
+    let script = vec![read(), read(), Reply::text(&["It returns x."])];
+    let (_, r, mock, _w) = send_with(script, &files[..1], "What does double return?", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(mock.requests()[2].body["tool_choice"], "none");
 }
 
 #[tokio::test]
@@ -259,6 +293,10 @@ async fn work_that_stays_broken_ends_verification_failed() {
     let again = last_message(&mock, 3);
     assert!(again.contains("No file has changed since it last failed"), "{again}");
     assert!(again.contains("AssertionError") && !again.contains("Read the error"), "{again}");
+    // After new work failed, an ordinary turn; after words failed on the
+    // same code, a tool call is required.
+    assert!(mock.requests()[2].body.get("tool_choice").is_none());
+    assert_eq!(mock.requests()[3].body["tool_choice"], "required");
 }
 
 #[tokio::test]

@@ -8,7 +8,11 @@
 //! rounds last, then end the send `verification_failed`. When no call
 //! since the last failure changed a file or ran a command
 //! ([`crate::agent::facts::Facts::moves`]), the note says so, with only
-//! the end of the same output.
+//! the end of the same output. When nothing moved since the last failure,
+//! or the send has written no file at all, the answer that met the check
+//! was words alone: the next request is made with `tool_choice:
+//! "required"` ([`Mode::Act`]), since no answer in words can make a
+//! failing check pass.
 
 use super::Verdict;
 use crate::agent::cx::SendCx;
@@ -25,7 +29,13 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
             cx.verified = true;
             Verdict::Pass
         }
-        Checked::Retry(note) => Verdict::Again { note, mode: Mode::Work },
+        // Nothing was written in the send, or nothing moved since the check
+        // last failed: the answer was words, and only a change can make the
+        // check pass, so the next request must call a tool.
+        Checked::Retry { note, unchanged } => {
+            let mode = if unchanged || !cx.facts.wrote() { Mode::Act } else { Mode::Work };
+            Verdict::Again { note, mode }
+        }
         Checked::Failed(error) => Verdict::Fail { error, answer: None },
     }
 }
