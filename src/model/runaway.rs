@@ -7,23 +7,31 @@
 //!
 //! Owns: the one fact read ([`tail_repeat`]: the last [`MIN_BYTES`] bytes
 //! of a string are one unit of at most [`MAX_UNIT`] bytes repeated
-//! verbatim, or the last [`SHORT_MIN_BYTES`] bytes one unit of at most
-//! [`SHORT_UNIT`] bytes) and the [`Runaway`] a stream ended there reports.
+//! verbatim, the last [`SHORT_MIN_BYTES`] bytes one unit of at most
+//! [`SHORT_UNIT`] bytes, or the last [`LONG_MIN_BYTES`] bytes one unit of
+//! at most [`LONG_UNIT`] bytes) and the [`Runaway`] a stream ended there
+//! reports.
 //! It reads bytes, not words: the same for any language and any file. What follows
 //! is the agent's (`agent::turn`): nothing of the answer runs, and the
 //! model is told why.
 //!
-//! Why two lengths: what a runaway costs is tokens, and a short unit costs
+//! Why three lengths: what a runaway costs is tokens, and a short unit costs
 //! about a token per repeat or more (llama.cpp streamed a tool call's
 //! arguments about one byte per token: Exercism's atbash-cipher again, in
 //! the eval's Exercism tune sample, `"zvqf"` repeated in a test file for
 //! 2,361 tokens, 340 s of a 726 s task, before the 2 KB rule stopped it). A unit of at most
 //! [`SHORT_UNIT`] bytes is stopped after [`SHORT_MIN_BYTES`] bytes (at
-//! least 32 repeats of it, 128 of a four-byte unit).
+//! least 32 repeats of it, 128 of a four-byte unit). And a unit longer
+//! than [`MAX_UNIT`]: a model sent back with a note can go round whole
+//! sentences (seen on tune_2, a question sent back with a note: about 190 bytes of
+//! the system prompt's rules, again and again for 4,096 tokens, five minutes
+//! here); a unit of at most [`LONG_UNIT`] bytes is stopped after
+//! [`LONG_MIN_BYTES`] bytes (8 repeats of the longest).
 //!
 //! The cost of a false positive: a legitimate answer or file holding more
 //! than 2 KB of one unit of up to 128 bytes repeated verbatim (say 400
-//! identical short lines), or more than 512 bytes of one unit of up to 16
+//! identical short lines), more than 4 KB of one unit of up to 512 bytes
+//! (8 identical blocks of code), or more than 512 bytes of one unit of up to 16
 //! bytes (a literal list of 200 zeros, 32 identical 16-byte lines, a 512-
 //! character rule of `=`), is stopped as a runaway. Such content is
 //! written with a loop, not spelled out, and the model is told what was
@@ -38,6 +46,12 @@ pub const MAX_UNIT: usize = 128;
 pub const SHORT_MIN_BYTES: usize = 512;
 /// Longest unit [`SHORT_MIN_BYTES`] applies to, in bytes.
 pub const SHORT_UNIT: usize = 16;
+/// Shortest repeated tail of a long unit that counts, in bytes (about
+/// 1,000 tokens).
+pub const LONG_MIN_BYTES: usize = 4096;
+/// Longest unit [`LONG_MIN_BYTES`] applies to, in bytes: at least 8
+/// repeats of it.
+pub const LONG_UNIT: usize = 512;
 /// Bytes an answer grows between two looks at its tail.
 pub const LOOK_EVERY: usize = 256;
 
@@ -77,8 +91,9 @@ impl Runaway {
 }
 
 /// When the last [`SHORT_MIN_BYTES`] bytes of `s` are one unit of at most
-/// [`SHORT_UNIT`] bytes repeated, or the last [`MIN_BYTES`] one unit of at
-/// most [`MAX_UNIT`] bytes: the shortest such unit's length, and where the
+/// [`SHORT_UNIT`] bytes repeated, the last [`MIN_BYTES`] one unit of at
+/// most [`MAX_UNIT`] bytes, or the last [`LONG_MIN_BYTES`] one unit of at
+/// most [`LONG_UNIT`] bytes: the shortest such unit's length, and where the
 /// repetition begins (it may start before the tail that was compared).
 pub fn tail_repeat(s: &[u8]) -> Option<(usize, usize)> {
     let n = s.len();
@@ -87,7 +102,9 @@ pub fn tail_repeat(s: &[u8]) -> Option<(usize, usize)> {
         let from = n.checked_sub(tail)?;
         (1..=max).find(|&p| (from + p..n).rev().all(|i| s[i] == s[i - p])).map(|p| (p, from))
     };
-    let (unit, from) = period(SHORT_MIN_BYTES, SHORT_UNIT).or_else(|| period(MIN_BYTES, MAX_UNIT))?;
+    let (unit, from) = period(SHORT_MIN_BYTES, SHORT_UNIT)
+        .or_else(|| period(MIN_BYTES, MAX_UNIT))
+        .or_else(|| period(LONG_MIN_BYTES, LONG_UNIT))?;
     let mut start = from;
     while start > 0 && s[start - 1] == s[start - 1 + unit] {
         start -= 1;
@@ -132,14 +149,36 @@ mod tests {
     }
 
     #[test]
+    fn prose_going_round_in_long_sentences_is_stopped() {
+        // Seen on tune_2 (a question sent back with a note): the
+        // system prompt's sentences, about 190 bytes a round, for 4,096
+        // tokens.
+        let round = "If you have any questions, ask. If you need help, call the next tool you need. If you have \
+                     any changes, make them now with edit_file or write_file. Otherwise call the next tool you \
+                     need. ";
+        assert!(round.len() > MAX_UNIT && round.len() <= LONG_UNIT);
+        let text = format!(
+            "The answer is 3 milliseconds.To count lines, use grep. {}",
+            round.repeat(LONG_MIN_BYTES / round.len() + 1)
+        );
+        let r = Runaway::of(&text, None).expect("a runaway");
+        assert_eq!(r.unit.len(), round.len(), "{r:?}");
+        assert!(r.repeats > LONG_MIN_BYTES / round.len(), "{r:?}");
+        assert_eq!(Runaway::of(&round.repeat(LONG_MIN_BYTES / round.len()), None), None, "not before LONG_MIN_BYTES");
+    }
+
+    #[test]
     fn ordinary_code_and_long_units_are_not_runaways() {
         let code: String = (0..400).map(|i| format!("    assert f({i}) == {}\n", i * 2)).collect();
         assert!(code.len() > MIN_BYTES);
         assert_eq!(Runaway::of(&code, None), None);
-        // A unit longer than MAX_UNIT, repeated, is not looked for.
+        // A unit longer than MAX_UNIT, repeated, counts only once it fills
+        // LONG_MIN_BYTES.
         let long = format!("{}\n", "x".repeat(MAX_UNIT)).chars().rev().collect::<String>();
-        let long = format!("{long}y").repeat(40);
-        assert_eq!(tail_repeat(long.as_bytes()), None);
+        let unit = format!("{long}y");
+        assert_eq!(tail_repeat(unit.repeat(LONG_MIN_BYTES / unit.len()).as_bytes()), None);
+        assert_eq!(tail_repeat(unit.repeat(40).as_bytes()), Some((unit.len(), 0)));
+        assert_eq!(tail_repeat(format!("{}z", "y".repeat(LONG_UNIT)).repeat(9).as_bytes()), None, "513 bytes");
         // One byte repeated is.
         assert_eq!(tail_repeat(format!("ok {}", "=".repeat(MIN_BYTES)).as_bytes()), Some((1, 3)));
     }
