@@ -88,18 +88,20 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
         .iter()
         .zip(&cx.facts.last_round)
         .any(|(call, outcome)| call.name == "write_file" && matches!(outcome, CallOutcome::Unchanged { .. }));
-    if cx.mode == Mode::Work && looks_again && cx.verifier.is_some() && !cx.facts.wrote() {
-        // It asked again for what it already has, and the operator's check
-        // has yet to see a change: an answer in words cannot pass it (and
-        // would spend one of its rounds), so the next request must call a
-        // tool. A third identical request is still a loop.
-        cx.mode = Mode::Act;
-        cx.conv.push_note(loop_guard::REPEAT_TO_CHECK);
-    } else if cx.mode == Mode::Work && looks_again {
-        // It asked again for what it already has: ask for its answer now
-        // rather than after a third identical request.
-        cx.mode = Mode::WrapUp(WrapUp::Repeated);
-        cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
+    if cx.mode == Mode::Work && looks_again {
+        if cx.verifier.is_some() && !cx.facts.wrote() {
+            // The operator's check has yet to see a change: an answer in
+            // words cannot pass it (and would spend one of its rounds), so
+            // the next request must call a tool. A third identical request
+            // is still a loop.
+            cx.mode = Mode::Act;
+            cx.conv.push_note(loop_guard::REPEAT_TO_CHECK);
+        } else {
+            // It asked again for what it already has: ask for its answer
+            // now rather than after a third identical request.
+            cx.mode = Mode::WrapUp(WrapUp::Repeated);
+            cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
+        }
     } else if cx.mode == Mode::Work && rewrote_same {
         // The file already holds what the model writes: ask for its answer.
         cx.mode = Mode::WrapUp(WrapUp::Redone);

@@ -216,6 +216,16 @@ async fn the_operators_check_sends_failing_work_back_and_reports_passing_work() 
     assert!(told.contains("`python3 check.py`") && told.contains("AssertionError: 7"), "{told}");
 }
 
+/// The calc.py that `double(x)` starts as in the checked sends.
+const CALC: &str = "def double(x):\n    return x\n";
+
+/// One send of `message` whose workspace holds that calc.py and a
+/// check.py that `python3 check.py`, the session's verify command, runs.
+async fn checked_send(script: Vec<Reply>, message: &str) -> (Vec<Value>, Value, MockServer, Worker) {
+    let files = [("calc.py", CALC), ("check.py", "from calc import double\nassert double(5) == 10\n")];
+    send_with(script, &files, message, json!({"verify_command": "python3 check.py"})).await
+}
+
 #[tokio::test]
 async fn the_check_runs_when_the_model_claims_work_it_never_did() {
     // "Done." without a single write: the operator's check says otherwise,
@@ -226,12 +236,7 @@ async fn the_check_runs_when_the_model_claims_work_it_never_did() {
         Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x * 2\n"})),
         Reply::text(&["Now it is done."]),
     ];
-    let files = [
-        ("calc.py", "def double(x):\n    return x\n"),
-        ("check.py", "from calc import double\nassert double(5) == 10\n"),
-    ];
-    let config = json!({"verify_command": "python3 check.py"});
-    let (_, r, mock, w) = send_with(script, &files, "Make double(x) in calc.py double its argument.", config).await;
+    let (_, r, mock, w) = checked_send(script, "Make double(x) in calc.py double its argument.").await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["verification"]["passed"], true, "{r}");
     assert_eq!(mock.requests().len(), 4);
@@ -255,12 +260,7 @@ async fn a_repeated_look_before_any_change_to_a_checked_task_must_act() {
         Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x * 2\n"})),
         Reply::text(&["Done."]),
     ];
-    let files = [
-        ("calc.py", "def double(x):\n    return x\n"),
-        ("check.py", "from calc import double\nassert double(5) == 10\n"),
-    ];
-    let config = json!({"verify_command": "python3 check.py"});
-    let (_, r, mock, _w) = send_with(script, &files, "Make double(x) double its argument.", config).await;
+    let (_, r, mock, _w) = checked_send(script, "Make double(x) double its argument.").await;
     assert_eq!(r["status"], "ok", "{r}");
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 4, "no wrap-up, no failed check given back");
@@ -268,7 +268,8 @@ async fn a_repeated_look_before_any_change_to_a_checked_task_must_act() {
     assert!(last_message(&mock, 2).contains("an answer in words cannot finish it"), "{}", last_message(&mock, 2));
     // Without a check the same repeat asks for the answer without tools.
     let script = vec![read(), read(), Reply::text(&["It returns x."])];
-    let (_, r, mock, _w) = send_with(script, &files[..1], "What does double return?", json!({})).await;
+    let files = [("calc.py", CALC)];
+    let (_, r, mock, _w) = send_with(script, &files, "What does double return?", json!({})).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(mock.requests()[2].body["tool_choice"], "none");
 }
