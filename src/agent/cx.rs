@@ -109,8 +109,14 @@ impl<'a> SendCx<'a> {
 
     /// A gate sends the model back: `note` goes into the conversation and
     /// the next request is made in `mode`; earlier results are no longer
-    /// answers to repeats.
+    /// answers to repeats. When the next request must call a tool
+    /// ([`Mode::Act`]), the answer in words it follows is taken out of the
+    /// history first ([`Conversation::withdraw_answer`]): the note says
+    /// what it lacked, and the model does not repeat it.
     pub fn again(&mut self, note: &str, mode: Mode) {
+        if mode == Mode::Act {
+            self.conv.withdraw_answer();
+        }
         self.conv.push_note(note);
         self.mode = mode;
         self.previous.clear();

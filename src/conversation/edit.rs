@@ -1,6 +1,7 @@
-//! Edits of the history that are not appends, made to fit the context
-//! window: pruning old tool results and compaction into a summary. Each
-//! logs the whole history afterwards (a `history` entry).
+//! Edits of the history that are not appends: pruning old tool results
+//! and compaction into a summary (to fit the context window), and taking
+//! back an answer in words that was sent back (so the model does not copy
+//! it). Each logs the whole history afterwards (a `history` entry).
 
 use std::sync::atomic::Ordering;
 
@@ -12,6 +13,25 @@ use async_openai::types::chat::{
 use super::{Conversation, PRUNED_MARK, Pruned, message_bytes};
 
 impl Conversation {
+    /// Removes the last message when it is an answer of the model's in
+    /// words (an assistant message without tool calls); true when one was
+    /// removed. For an answer sent back with a note that asks for a tool
+    /// call ([`crate::agent`]'s `Mode::Act`): kept, a small model copies
+    /// it, word for word, as its next answer (the 1.5B demo model did so in
+    /// every such round measured). The answer itself was streamed and is
+    /// in the result; only the model's view of the history loses it.
+    pub fn withdraw_answer(&mut self) -> bool {
+        let Some(ChatCompletionRequestMessage::Assistant(a)) = self.messages.last() else { return false };
+        if a.tool_calls.as_ref().is_some_and(|c| !c.is_empty()) {
+            return false;
+        }
+        self.messages.pop();
+        self.sizes.pop();
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        self.log_history();
+        true
+    }
+
     /// Replaces the oldest tool results before `protect_from` by short stubs
     /// until at least `to_free` bytes are freed (or none is left). The
     /// system prompt, user messages and every tool call stay; a call keeps

@@ -59,3 +59,20 @@ fn notes_are_not_requests() {
     c.compact(6, "looked at it");
     assert!(c.text_of(1).contains("[The request being worked on]\nfix the bug"), "{}", c.text_of(1));
 }
+
+#[test]
+fn only_an_answer_in_words_is_withdrawn() {
+    let count = Arc::new(AtomicU64::new(0));
+    let mut c = Conversation::new("sys", count.clone());
+    c.push_user("make f return 2");
+    let call = ToolCall { id: "a".into(), name: "read_file".into(), arguments: "{}".into() };
+    c.push_assistant("", std::slice::from_ref(&call));
+    assert!(!c.withdraw_answer(), "a tool call stays");
+    c.push_tool_result("a", "def f(): return 1".into());
+    assert!(!c.withdraw_answer(), "a tool result stays");
+    let before = c.bytes();
+    c.push_assistant("I changed f.", &[]);
+    assert!(c.withdraw_answer());
+    assert_eq!((c.len(), c.bytes(), count.load(Ordering::Relaxed)), (4, before, 3));
+    assert!(!c.withdraw_answer(), "one answer, once");
+}

@@ -82,6 +82,11 @@ pub(super) async fn sent_back_once_then_made(claim: &str, check: &str, setup: im
     assert!(readings[0].get("tools").is_none() && readings[0]["response_format"]["type"] == "json_schema");
     let second = &mock.requests()[2].body;
     assert_eq!(second["tool_choice"], "required", "the next request must act");
+    // The answer sent back is out of the model's view (kept, the small
+    // model repeats it); the note ends the history.
+    let shown = second["messages"].as_array().unwrap();
+    assert!(!shown.iter().any(|m| m["content"].as_str() == Some(claim)), "the answer is left out: {second}");
+    assert!(shown.last().unwrap()["content"].as_str().unwrap().starts_with("[pirn] No file has changed"), "{second}");
     assert!(mock.requests()[3].body.get("tool_choice").is_none(), "then the tools are free again");
     mock
 }

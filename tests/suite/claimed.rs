@@ -23,7 +23,11 @@ async fn a_change_reported_but_not_made_is_sent_back_once_and_then_made() {
     let mock = super::asked::sent_back_once_then_made(claim, "claim_check", |m| m.claims(true)).await;
     let user = mock.readings()[0]["messages"][1]["content"].as_str().unwrap().to_owned();
     assert!(user.contains(claim) && !user.contains("Make f"), "the answer, not the request: {user}");
-    assert!(mock.requests()[2].body["messages"].to_string().contains("your answer says files were changed"));
+    assert!(
+        mock.requests()[2].body["messages"]
+            .to_string()
+            .contains("your last answer (left out here) said files were changed")
+    );
 }
 
 #[tokio::test]
@@ -105,6 +109,9 @@ async fn a_write_held_back_is_not_on_disk_and_a_report_of_it_is_read() {
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), old, "nothing written");
     // The held-back note first, then this gate's once, then the failure.
     let notes: Vec<String> = mock.requests().iter().map(|q| q.body["messages"].to_string()).collect();
-    assert!(notes[3].contains("was held back") && notes[4].contains("your answer says files were changed"));
+    assert!(
+        notes[3].contains("was held back")
+            && notes[4].contains("your last answer (left out here) said files were changed")
+    );
     assert_eq!(mock.readings().len(), 2, "the answer the held-back note sent back was not read");
 }

@@ -43,9 +43,9 @@ use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
 /// What the model is told when it reads the request as asking for a change.
-pub const NOTE: &str = "No file has changed in this send: nothing you described is in the files yet. If the request \
-     asks for a change to files, call edit_file or write_file now to make it. If it asks only for information, call \
-     read_file or grep for what you need, then answer.";
+pub const NOTE: &str = "No file has changed in this send, so your last answer is left out: nothing it described is in \
+     the files yet. If the request asks for a change to files, call edit_file or write_file now to make it. If it \
+     asks only for information, call read_file or grep for what you need, then answer.";
 
 /// The reading: the request alone, asked whether it asks for a change.
 const ASK: Ask = Ask {

@@ -27,9 +27,10 @@ use crate::wire::{ErrorCode, ErrorEnvelope};
 
 /// What the model is told when its answer reports a change that is not on
 /// disk.
-pub const NOTE: &str = "No file has changed in this send, but your answer says files were changed: nothing is \
-     written until an edit_file or write_file call succeeds. If the request asks for a change, call edit_file or \
-     write_file now to make it. If it does not, read what you need and answer without saying you changed anything.";
+pub const NOTE: &str = "No file has changed in this send, but your last answer (left out here) said files were \
+     changed: nothing is written until an edit_file or write_file call succeeds. If the request asks for a change, \
+     call edit_file or write_file now to make it. If it does not, read what you need and answer without saying you \
+     changed anything.";
 
 /// The reading: the answer alone, asked whether it says files were changed.
 const ASK: Ask = Ask {
