@@ -19,8 +19,13 @@ pub enum Mode {
     /// One request in which the model must call a tool (`tool_choice:
     /// "required"`): it answered without any file having changed, and it
     /// reads its answer as reporting a change (the `Claimed` gate) or the
-    /// request as asking for one (the `Asked` gate). Work again after that
-    /// round.
+    /// request as asking for one (the `Asked` gate); or the operator's
+    /// check failed after an answer that changed nothing (the `Verify`
+    /// gate); or, in a checked send with nothing written, it asked again
+    /// for a result it had (`round`). An answer a gate sends back this way
+    /// is left out of the history (`SendCx::again`). Work again after that
+    /// round. A provider may not hold the model to it (llama.cpp only
+    /// forbids ending without a call).
     Act,
 }
 
