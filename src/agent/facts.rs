@@ -18,8 +18,10 @@ use crate::tools::{Effect, ToolOutput};
 /// What one tool call did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallOutcome {
-    /// The file now holds exactly what the call wrote (`hash`: [`crate::tools::content_hash`]).
-    Changed { path: PathBuf, hash: u64 },
+    /// The file now holds exactly what the call wrote (`hash`:
+    /// [`crate::tools::content_hash`]); `relaid`: a rewrite that kept every
+    /// line and changed only white space at their ends.
+    Changed { path: PathBuf, hash: u64, relaid: bool },
     /// The file already held exactly these bytes; nothing was written.
     Unchanged { path: PathBuf },
     /// A rewrite removing most of the file was held back; nothing written.
@@ -42,7 +44,9 @@ impl CallOutcome {
     /// The outcome of a call that ran (or was refused by the tool itself).
     pub fn of(output: &ToolOutput) -> CallOutcome {
         match &output.effect {
-            Effect::Changed { path, hash, .. } => CallOutcome::Changed { path: path.clone(), hash: *hash },
+            Effect::Changed { path, hash, relaid, .. } => {
+                CallOutcome::Changed { path: path.clone(), hash: *hash, relaid: *relaid }
+            }
             Effect::Unchanged { path } => CallOutcome::Unchanged { path: path.clone() },
             Effect::HeldBack { path } => CallOutcome::HeldBack { path: path.clone() },
             Effect::Ran { exit_code } => CallOutcome::Ran { exit_code: *exit_code },
@@ -94,7 +98,7 @@ impl Facts {
             self.moves += 1;
         }
         match outcome {
-            CallOutcome::Changed { path, hash } => {
+            CallOutcome::Changed { path, hash, .. } => {
                 self.changed.insert(path.clone(), *hash);
                 self.touched_since.remove(path);
                 self.held_back.remove(path);
@@ -145,11 +149,11 @@ mod tests {
         let a = PathBuf::from("/w/a.py");
         f.record("write_file", &CallOutcome::HeldBack { path: a.clone() });
         assert!(f.held_back.contains(&a) && !f.wrote());
-        f.record("write_file", &CallOutcome::Changed { path: a.clone(), hash: 7 });
+        f.record("write_file", &CallOutcome::Changed { path: a.clone(), hash: 7, relaid: false });
         assert!(f.held_back.is_empty() && f.wrote());
         f.record("bash", &CallOutcome::Ran { exit_code: Some(1) });
         assert!(f.touched_since.contains(&a), "a command ran after the write");
-        f.record("edit_file", &CallOutcome::Changed { path: a.clone(), hash: 8 });
+        f.record("edit_file", &CallOutcome::Changed { path: a.clone(), hash: 8, relaid: false });
         assert!(f.touched_since.is_empty() && f.changed[&a] == 8);
         f.record("read_file", &CallOutcome::Denied);
         f.record("write_file", &CallOutcome::Unchanged { path: a.clone() });

@@ -11,7 +11,7 @@
 //! whose operator's check has seen no change yet, a round that must call a
 //! tool instead, since an answer in words cannot pass the check), the cycle
 //! note (the same calls with the same results going round), the wrap-up
-//! when the model rewrote a file with the bytes it already held, and the
+//! when the model rewrote a file with the lines it already held, and the
 //! wrap-up when the tool-call budget is spent. Every decision reads
 //! [`CallOutcome`]s and call signatures, never the text of a result or a
 //! request.
@@ -83,11 +83,10 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
         cx.conv.push_note(budget::WRAP_UP);
     }
     let went_round = results.iter().filter_map(|d| cx.cycles.record(&d.signature, &d.text)).max();
-    let rewrote_same = turn
-        .run
-        .iter()
-        .zip(&cx.facts.last_round)
-        .any(|(call, outcome)| call.name == "write_file" && matches!(outcome, CallOutcome::Unchanged { .. }));
+    let rewrote_same = turn.run.iter().zip(&cx.facts.last_round).any(|(call, outcome)| {
+        call.name == "write_file"
+            && matches!(outcome, CallOutcome::Unchanged { .. } | CallOutcome::Changed { relaid: true, .. })
+    });
     if cx.mode == Mode::Work && looks_again {
         if cx.verifier.is_some() && !cx.facts.wrote() {
             // The operator's check has yet to see a change: an answer in
@@ -212,7 +211,7 @@ mod tests {
         let calls = [call("read_file"), call("edit_file"), call("bash"), call("grep")];
         let outcomes = [
             CallOutcome::Looked,
-            CallOutcome::Changed { path: "a".into(), hash: 1 },
+            CallOutcome::Changed { path: "a".into(), hash: 1, relaid: false },
             CallOutcome::Ran { exit_code: Some(0) },
             CallOutcome::Looked,
         ];

@@ -67,7 +67,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     let note = super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default();
     Ok(Done {
         text: done + &note + &super::syntax::after_write(ctx, &file_path),
-        effect: Effect::Changed { hash: super::content_hash(updated.as_bytes()), path, created: false },
+        effect: Effect::Changed { hash: super::content_hash(updated.as_bytes()), path, created: false, relaid: false },
     })
 }
 

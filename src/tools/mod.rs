@@ -71,8 +71,11 @@ pub enum Effect {
     #[default]
     None,
     /// The file now holds exactly the bytes the call wrote; `hash` is
-    /// [`content_hash`] of them, `created` when the file did not exist.
-    Changed { path: PathBuf, hash: u64, created: bool },
+    /// [`content_hash`] of them, `created` when the file did not exist,
+    /// `relaid` when a `write_file` over an existing file kept every line
+    /// and changed only white space at line ends or at the end of the
+    /// file ([`same_lines`]).
+    Changed { path: PathBuf, hash: u64, created: bool, relaid: bool },
     /// The file already held exactly these bytes: nothing was written.
     Unchanged { path: PathBuf },
     /// A rewrite that removes most of an existing file was held back, not
@@ -93,6 +96,20 @@ impl From<String> for Done {
     fn from(text: String) -> Done {
         Done { text, effect: Effect::None }
     }
+}
+
+/// True when `old` and `new` hold the same lines once white space at the
+/// end of each line and blank lines at the end are left out: a rewrite
+/// that only drops a final newline or trailing spaces.
+pub fn same_lines(old: &str, new: &str) -> bool {
+    let lines = |t: &str| -> Vec<String> {
+        let mut v: Vec<String> = t.lines().map(|l| l.trim_end().to_owned()).collect();
+        while v.last().is_some_and(String::is_empty) {
+            v.pop();
+        }
+        v
+    };
+    lines(old) == lines(new)
 }
 
 /// A stable 64-bit hash of a file's bytes (FNV-1a), to tell later whether
@@ -292,6 +309,16 @@ mod tests {
         std::os::unix::fs::symlink("/nonexistent-pirn/x", tmp.join("dangling")).unwrap();
         assert!(c.resolve("dangling").is_err());
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn same_lines_ignores_only_white_space_at_line_ends() {
+        assert!(same_lines("a = 1\nb = 2\n", "a = 1\nb = 2"));
+        assert!(same_lines("a = 1  \nb = 2\n\n\n", "a = 1\nb = 2\n"));
+        assert!(same_lines("a\r\nb\r\n", "a\nb\n"), "line endings are white space at the end");
+        assert!(!same_lines("a = 1\nb = 2\n", "a = 1\n  b = 2\n"), "indentation is not");
+        assert!(!same_lines("a = 1\nb = 2\n", "a = 1\n\nb = 2\n"), "nor is a blank line inside");
+        assert!(!same_lines("a = 1\n", "a = 2\n"));
     }
 
     #[test]

@@ -91,20 +91,24 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     }
     // The model knows what it wrote: it may replace it again unread.
     ctx.mark_read(&path);
-    let note = old
-        .as_deref()
-        .and_then(|old| {
-            let lost = super::references::lost_definitions(old, &args.content);
-            super::references::still_used(ctx, &lost, super::references::Why::Undefined)
-        })
-        .unwrap_or_default();
+    let relaid = old.as_deref().is_some_and(|old| super::same_lines(old, &args.content));
+    let note = if relaid {
+        " (the same lines as before: only white space at line ends or at the end of the file differs)".to_owned()
+    } else {
+        old.as_deref()
+            .and_then(|old| {
+                let lost = super::references::lost_definitions(old, &args.content);
+                super::references::still_used(ctx, &lost, super::references::Why::Undefined)
+            })
+            .unwrap_or_default()
+    };
     Ok(Done {
         text: format!(
             "{} {shown}: {} bytes written{note}",
             if existed { "overwrote" } else { "created" },
             args.content.len()
         ),
-        effect: Effect::Changed { hash: super::content_hash(args.content.as_bytes()), path, created: !existed },
+        effect: Effect::Changed { hash: super::content_hash(args.content.as_bytes()), path, created: !existed, relaid },
     })
 }
 
@@ -216,7 +220,8 @@ mod tests {
         // Only trailing white space differs: written, not "no change".
         let spaced = format!("{old}\n");
         let done = run(args(&spaced), &ctx).unwrap();
-        assert!(matches!(done.effect, Effect::Changed { .. }), "{done:?}");
+        assert!(matches!(done.effect, Effect::Changed { relaid: true, .. }), "{done:?}");
+        assert!(done.text.contains("the same lines as before"), "{}", done.text);
         assert_eq!(std::fs::read_to_string(root.join("m.py")).unwrap(), spaced);
         let same = run(args(&spaced), &ctx).unwrap();
         assert!(matches!(same.effect, Effect::Unchanged { .. }), "{same:?}");
@@ -230,7 +235,7 @@ mod tests {
         }
         assert_eq!(std::fs::read_to_string(root.join("m.py")).unwrap(), spaced, "nothing written");
         let done = run(args(only_a), &ctx).unwrap();
-        assert!(matches!(done.effect, Effect::Changed { .. }));
+        assert!(matches!(done.effect, Effect::Changed { relaid: false, .. }), "{done:?}");
         assert_eq!(std::fs::read_to_string(root.join("m.py")).unwrap(), only_a, "exactly as sent, never merged");
     }
 }

@@ -168,3 +168,29 @@ fn tool_result(body: &Value) -> String {
     let msgs = body["messages"].as_array().unwrap();
     msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
 }
+
+#[tokio::test]
+async fn a_rewrite_that_keeps_every_line_lands_as_sent_and_asks_for_the_answer() {
+    // The edit is right; the model reads the file and writes it whole
+    // without its final newline. That write lands byte for byte, its result
+    // says only white space changed, and the next request is for the answer.
+    let files = [("config.go", "package config\n\nconst DefaultPort = 8080\n")];
+    let relaid = "package config\n\nconst DefaultPort = 9090";
+    let script = vec![
+        Reply::tool("edit_file", json!({"file_path": "config.go", "old_string": "= 8080", "new_string": "= 9090"})),
+        Reply::tool("read_file", json!({"file_path": "config.go"})),
+        Reply::tool("write_file", json!({"file_path": "config.go", "content": relaid})),
+        Reply::text(&["The default port is 9090 now."]),
+    ];
+    let (_, r, mock, w) = send_with(script, &files, "Change the default port to 9090.", json!({})).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("config.go")).unwrap(), relaid, "exactly as sent");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "{r}");
+    assert_eq!(requests[3].body["tool_choice"], "none", "the answer is asked for");
+    let said = last_message(&mock, 3);
+    assert!(said.contains("Stop calling tools"), "{said}");
+    let result = requests[3].body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").cloned();
+    let result = result.unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(result.starts_with("overwrote config.go") && result.contains("the same lines as before"), "{result}");
+}
