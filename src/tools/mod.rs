@@ -102,9 +102,9 @@ impl From<String> for Done {
 /// end of each line and blank lines at the end are left out: a rewrite
 /// that only drops a final newline or trailing spaces.
 pub fn same_lines(old: &str, new: &str) -> bool {
-    let lines = |t: &str| -> Vec<String> {
-        let mut v: Vec<String> = t.lines().map(|l| l.trim_end().to_owned()).collect();
-        while v.last().is_some_and(String::is_empty) {
+    let lines = |t| {
+        let mut v: Vec<&str> = str::lines(t).map(str::trim_end).collect();
+        while v.last().is_some_and(|l| l.is_empty()) {
             v.pop();
         }
         v

@@ -190,7 +190,6 @@ async fn a_rewrite_that_keeps_every_line_lands_as_sent_and_asks_for_the_answer()
     assert_eq!(requests[3].body["tool_choice"], "none", "the answer is asked for");
     let said = last_message(&mock, 3);
     assert!(said.contains("Stop calling tools"), "{said}");
-    let result = requests[3].body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").cloned();
-    let result = result.unwrap()["content"].as_str().unwrap().to_owned();
+    let result = tool_result(&requests[3].body);
     assert!(result.starts_with("overwrote config.go") && result.contains("the same lines as before"), "{result}");
 }
