@@ -71,23 +71,6 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     })
 }
 
-/// The error for an edit whose old_string the file held before this send
-/// changed it and holds no more (`deletion`: new_string is empty).
-fn gone_since(shown: &str, deletion: bool) -> String {
-    if deletion {
-        format!(
-            "{shown}: old_string not found, and nothing was written; it was in the file before your earlier \
-             change in this request, which removed it, so this deletion looks made already. Go on with the rest \
-             of the task."
-        )
-    } else {
-        format!(
-            "{shown}: old_string not found, and nothing was written; it was in the file before your earlier \
-             change in this request, which changed that part. Call read_file to see the file as it is now."
-        )
-    }
-}
-
 /// What a successful edit returns: the text for the model, the file's new
 /// content, its path, and its content before.
 type Applied = (String, String, std::path::PathBuf, String);
@@ -113,7 +96,10 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     }
     let content = match read_text(ctx, &target) {
         Ok(c) => c,
-        Err(e) if !target.exists() => return fail(format!("{shown}: {e}. {}", ctx.nearby(&path))),
+        Err(e) if !target.exists() => {
+            let there = super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string);
+            return fail(format!("{shown}: {e}. {}", there.unwrap_or_else(|| ctx.nearby(&path))));
+        }
         Err(e) => return fail(format!("{shown}: {e}")),
     };
     ctx.mark_read(&path);
@@ -192,7 +178,11 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
         // The file held old_string when the send first went to change it:
         // the send's own earlier call changed that part.
         if ctx.held_before(&path, &old) {
-            return fail(gone_since(&shown, new.trim().is_empty()));
+            return fail(super::edit_made::gone_since(&shown, new.trim().is_empty()));
+        }
+        // Another file holds the text as written: the model guessed the file.
+        if let Some(there) = super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string) {
+            return fail(format!("{shown}: old_string not found, and nothing was written. {there}"));
         }
         let region = super::edit_match::closest_region(&content, &args.old_string);
         let hint = if region.is_empty() { near_miss(&content, &args.old_string) } else { region };
@@ -230,6 +220,9 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
             excerpt(&updated, first_line, new.matches('\n').count() + 1)
         );
         return Ok((text, updated, path, content));
+    }
+    if let Some(at) = super::edit_made::inside_new_string(&content, &starts, &old, &new) {
+        return fail(super::edit_made::made_again(&shown, line_of(&content, at)));
     }
     // A one-occurrence edit that starts at an indented line's first
     // character: the continuation lines of `new_string` are read relative

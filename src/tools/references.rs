@@ -198,6 +198,30 @@ pub fn find_uses_in(
 ) -> (Vec<(PathBuf, usize, String)>, usize) {
     let mut uses = Vec::new();
     let mut total = 0;
+    walk_texts(root, scope, cancelled, &mut |path, text| {
+        for (n, line) in text.lines().enumerate() {
+            if names.iter().any(|name| has_word(line, name)) {
+                total += 1;
+                if uses.len() < limit {
+                    uses.push((path.to_path_buf(), n + 1, line.trim().to_owned()));
+                }
+            }
+        }
+    });
+    (uses, total)
+}
+
+/// Calls `visit` with each text file under `root` (in `scope` only, when
+/// it is not empty) and its text, in walk order: at most [`MAX_FILES`]
+/// regular files of at most [`MAX_FILE_BYTES`], `.gitignore` honoured,
+/// hidden files skipped, each opened without following a symlink; stops
+/// early when `cancelled` says so. Shared with [`super::elsewhere`].
+pub(super) fn walk_texts(
+    root: &Path,
+    scope: &[PathBuf],
+    cancelled: &dyn Fn() -> bool,
+    visit: &mut dyn FnMut(&Path, &str),
+) {
     let walk = WalkBuilder::new(root).require_git(false).max_filesize(Some(MAX_FILE_BYTES)).build();
     let files = walk
         .flatten()
@@ -207,17 +231,10 @@ pub fn find_uses_in(
         if cancelled() {
             break;
         }
-        let Some(text) = read_no_follow(entry.path()) else { continue };
-        for (n, line) in text.lines().enumerate() {
-            if names.iter().any(|name| has_word(line, name)) {
-                total += 1;
-                if uses.len() < limit {
-                    uses.push((entry.path().to_path_buf(), n + 1, line.trim().to_owned()));
-                }
-            }
+        if let Some(text) = read_no_follow(entry.path()) {
+            visit(entry.path(), &text);
         }
     }
-    (uses, total)
 }
 
 /// A regular file's text, opened with `O_NOFOLLOW`, at most

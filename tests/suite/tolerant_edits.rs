@@ -219,3 +219,53 @@ async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_
     assert!(out.contains("old_string not found (not even ignoring whitespace)"), "{out}");
     assert!(!out.contains("earlier change"), "{out}");
 }
+
+#[tokio::test]
+async fn the_same_edit_again_inside_its_own_new_string_writes_nothing_and_a_wider_one_lands() {
+    let (mut w, mock) = tool_worker(json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::write(ws.join("banner.py"), "def banner(u):\n    return f\"Welcom to Ledger, {u}!\"\n").unwrap();
+    let fix = json!({"file_path": "banner.py", "old_string": "Welcom", "new_string": "Welcome"});
+    let out = call_tool(&mut w, &mock, "edit_file", fix.clone()).await;
+    assert!(out.starts_with("edited banner.py: replaced 1 occurrence"), "{out}");
+    let fixed = "def banner(u):\n    return f\"Welcome to Ledger, {u}!\"\n";
+    assert_eq!(std::fs::read_to_string(ws.join("banner.py")).unwrap(), fixed);
+    // "Welcom" now matches only inside the "Welcome" the first edit wrote.
+    let out = call_tool(&mut w, &mock, "edit_file", fix).await;
+    assert!(out.starts_with("Error: banner.py: nothing was written"), "{out}");
+    assert!(out.contains("(line 2) the file already reads new_string, so this edit looks made already"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("banner.py")).unwrap(), fixed, "not Welcomee");
+    // The whole text in old_string: the edit lands as sent.
+    let wider = json!({"file_path": "banner.py", "old_string": "Welcome", "new_string": "Welcomee"});
+    let out = call_tool(&mut w, &mock, "edit_file", wider).await;
+    assert!(out.starts_with("edited banner.py"), "{out}");
+    assert!(std::fs::read_to_string(ws.join("banner.py")).unwrap().contains("Welcomee to"));
+}
+
+#[tokio::test]
+async fn an_old_string_the_named_file_lacks_is_shown_where_the_workspace_has_it() {
+    let (mut w, mock) = tool_worker(json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::create_dir_all(ws.join("app")).unwrap();
+    std::fs::write(ws.join("README.md"), "# Ledger\n\nA tiny ledger.\n").unwrap();
+    std::fs::write(ws.join("app/banner.py"), "def banner(u):\n    return f\"Welcom to Ledger, {u}!\"\n").unwrap();
+    let guess = json!({"file_path": "README.md", "old_string": "Welcom", "new_string": "Welcome"});
+    let out = call_tool(&mut w, &mock, "edit_file", guess.clone()).await;
+    assert_eq!(
+        out,
+        "Error: README.md: old_string not found, and nothing was written. That text is in app/banner.py (line 2), \
+         not in README.md; if that is the file you mean, edit it there."
+    );
+    let missing = json!({"file_path": "app/banner.txt", "old_string": "Welcom to", "new_string": "Welcome to"});
+    let out = call_tool(&mut w, &mock, "edit_file", missing).await;
+    assert!(out.contains("That text is in app/banner.py (line 2), not in app/banner.txt"), "{out}");
+    // Nothing was written anywhere.
+    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "# Ledger\n\nA tiny ledger.\n");
+    assert!(std::fs::read_to_string(ws.join("app/banner.py")).unwrap().contains("Welcom to"));
+    assert!(!ws.join("app/banner.txt").exists());
+    // Once app/banner.py reads "Welcome", its "Welcom" is the edit made, not a place to make it.
+    let fix = json!({"file_path": "app/banner.py", "old_string": "Welcom", "new_string": "Welcome"});
+    assert!(call_tool(&mut w, &mock, "edit_file", fix).await.starts_with("edited app/banner.py"));
+    let out = call_tool(&mut w, &mock, "edit_file", guess).await;
+    assert!(out.starts_with("Error: README.md: old_string not found (not even ignoring whitespace)"), "{out}");
+}

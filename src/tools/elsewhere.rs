@@ -1,0 +1,101 @@
+//! When an `edit_file`'s `old_string` is not in the file it names: the
+//! other files of the workspace that hold that text as written.
+//!
+//! Owns: the search ([`holders`]) and the sentence the edit's error leads
+//! with ([`note`]). A small model asked to fix a line it was quoted, with
+//! no file named, edits the file it guessed (a README for a banner's
+//! typo) and, told the text is not there, reads the same file and repeats
+//! the same edit. An editor's "find in files" would show where the text
+//! is; this is that, for the model: information in the error, never an
+//! edit (nothing is written, the model chooses the file). It reads facts
+//! only, the bytes of the files, the same for every language.
+//!
+//! Bounded as [`super::references`]' walk is (files, bytes, `.gitignore`,
+//! hidden files and symlinks skipped, cancellation), and only run on an
+//! edit that already failed.
+
+use std::path::{Path, PathBuf};
+
+use super::ToolContext;
+
+/// Text shorter than this (bytes, once trimmed) is not looked for: too
+/// common to point at one file.
+const MIN_TEXT: usize = 4;
+/// Files named, at most.
+const MAX_NAMED: usize = 3;
+
+/// The files under `root` other than `except` whose text holds `old`
+/// (trimmed of white space at both ends) as written, somewhere the edit to
+/// `new` is not made already (see [`super::edit_made::inside_new_string`]):
+/// `(path, 1-based line of the first such occurrence)`, sorted by path, at
+/// most [`MAX_NAMED`], and how many files in all. Empty for text shorter
+/// than [`MIN_TEXT`].
+pub fn holders(
+    root: &Path,
+    except: &Path,
+    old: &str,
+    new: &str,
+    cancelled: &dyn Fn() -> bool,
+) -> (Vec<(PathBuf, usize)>, usize) {
+    let (needle, new) = (old.trim(), new.trim());
+    if needle.len() < MIN_TEXT {
+        return (Vec::new(), 0);
+    }
+    let mut found = Vec::new();
+    super::references::walk_texts(root, &[], cancelled, &mut |path, body| {
+        let made = |at: usize| super::edit_made::inside_new_string(body, &[at], needle, new).is_some();
+        if path != except
+            && let Some((at, _)) = body.match_indices(needle).find(|&(at, _)| !made(at))
+        {
+            found.push((path.to_path_buf(), body[..at].matches('\n').count() + 1));
+        }
+    });
+    found.sort();
+    let total = found.len();
+    found.truncate(MAX_NAMED);
+    (found, total)
+}
+
+/// The sentence for an edit of `path` from `old_string` to `new_string`
+/// whose `old_string` that file does not hold: where else it is, e.g.
+/// "That text is in app/banner.py (line 2), not in README.md; ...". `None`
+/// when no other file holds it (where the edit is not made already).
+pub fn note(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) -> Option<String> {
+    let (found, total) = holders(&ctx.workspace, path, old_string, new_string, &|| ctx.cancel.is_cancelled());
+    if found.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = found.iter().map(|(p, line)| format!("{} (line {line})", ctx.display(p))).collect();
+    let more = if total > named.len() { format!(" and {} more files", total - named.len()) } else { String::new() };
+    Some(format!(
+        "That text is in {}{more}, not in {}; if that is the file you mean, edit it there.",
+        named.join(", "),
+        ctx.display(path)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holders_names_the_other_files_with_the_text_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("app")).unwrap();
+        std::fs::write(root.join("README.md"), "# Ledger\n").unwrap();
+        std::fs::write(root.join("app/banner.py"), "def banner(u):\n    return f\"Welcom to Ledger, {u}!\"\n").unwrap();
+        std::fs::write(root.join("app/other.py"), "welcom\n").unwrap();
+        let never = || false;
+        let readme = root.join("README.md");
+        let (found, total) = holders(root, &readme, "  Welcom to\n", "Welcome to", &never);
+        assert_eq!((found, total), (vec![(root.join("app/banner.py"), 2)], 1));
+        // The file the edit named is never listed, and short text is not looked for.
+        assert_eq!(holders(root, &root.join("app/banner.py"), "Welcom to", "Welcome to", &never).1, 0);
+        assert_eq!(holders(root, &readme, " Wel ", "Well", &never).1, 0);
+        // Where the edit is made already ("Welcom" inside "Welcome"), the text does not count.
+        std::fs::write(root.join("app/banner.py"), "def banner(u):\n    return f\"Welcome to Ledger, {u}!\"\n")
+            .unwrap();
+        assert_eq!(holders(root, &readme, "Welcom", "Welcome", &never).1, 0);
+    }
+}
