@@ -179,7 +179,12 @@ async fn console_keeps_the_last_2_mb_and_16_sessions() {
     let mut d = d;
     assert_eq!(post(&c, &format!("{}/shutdown", d.base), json!({})).await.0, 200);
     tokio::time::timeout(WAIT, d.child.wait()).await.unwrap().unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Each shell gets up to WAIT to go (a loaded machine reaps them late).
+    let running = || pids.iter().filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists()).count();
+    let until = std::time::Instant::now() + WAIT;
+    while running() > 0 && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let alive: Vec<_> = pids.iter().filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists()).collect();
     assert!(alive.is_empty(), "still running: {alive:?}");
 }
