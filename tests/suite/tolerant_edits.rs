@@ -269,3 +269,19 @@ async fn an_old_string_the_named_file_lacks_is_shown_where_the_workspace_has_it(
     let out = call_tool(&mut w, &mock, "edit_file", guess).await;
     assert!(out.starts_with("Error: README.md: old_string not found (not even ignoring whitespace)"), "{out}");
 }
+
+#[tokio::test]
+async fn the_wrong_file_note_never_names_a_file_through_a_symlink_or_a_hidden_one() {
+    let (mut w, mock) = tool_worker(json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "API_KEY=OUTSIDE-SECRET\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), ws.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("linkdir")).unwrap();
+    std::fs::write(ws.join(".env"), "API_KEY=OUTSIDE-SECRET\n").unwrap();
+    std::fs::write(ws.join("notes.md"), "# notes\n").unwrap();
+    let probe = json!({"file_path": "notes.md", "old_string": "API_KEY=OUTSIDE", "new_string": "x"});
+    let out = call_tool(&mut w, &mock, "edit_file", probe).await;
+    assert!(out.starts_with("Error: notes.md: old_string not found (not even ignoring whitespace)"), "{out}");
+    assert!(!out.contains("link") && !out.contains(".env") && !out.contains("secret"), "{out}");
+}
