@@ -54,7 +54,8 @@ use crate::approval::{ApprovalMode, PermissionBroker};
 use crate::config::SessionConfig;
 use crate::context;
 use crate::conversation::Conversation;
-use crate::wire::{ErrorCode, ErrorEnvelope, Event};
+use crate::tools;
+use crate::wire::{EditFormat, ErrorCode, ErrorEnvelope, Event};
 use cx::SendCx;
 use gates::{Answer, Review};
 use turn::Step;
@@ -87,6 +88,13 @@ pub async fn run(
         None => conv.push_user(message),
     }
     let mut cx = SendCx::new(config, permissions, emit, conv, stats, spec, message);
+    if config.edit_format == EditFormat::Whole
+        && let Some(note) = config.file_block_target.as_deref().and_then(|t| tools::whole::chat_file_note(&cx.tools, t))
+    {
+        // The file in the chat, as it is now, after the request (the
+        // model has no tool to read it with).
+        cx.conv.push_note(&note);
+    }
     loop {
         if let Some(end) = limits(&mut cx).await {
             return end;

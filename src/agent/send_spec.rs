@@ -34,7 +34,10 @@ pub struct SendSpec {
 impl SendSpec {
     /// The spec of a send with `options` in a session configured as
     /// `config`. Errors: the `output_schema` does not compile (the message
-    /// says where).
+    /// says where); a verification command (the send's or the session's)
+    /// is set but could not run unasked (`bash` not enabled, or the
+    /// approval policy would ask for it): a send the operator asked to be
+    /// checked is refused rather than reported `ok` unchecked.
     pub fn resolve(config: &SessionConfig, options: &SendOptions) -> Result<SendSpec, String> {
         let retries = options.output_retries.unwrap_or(config.output_retries);
         let output = options.output_schema.as_ref().map(|s| OutputSpec::compile(s, retries)).transpose()?;
@@ -44,6 +47,9 @@ impl SendSpec {
         )
         .with_cost_budget(options.max_cost_usd.or(config.max_cost_usd));
         let verify_command = options.verify_command.clone().filter(|c| !c.trim().is_empty());
+        if let Some(why) = super::verify::cannot_run(config, verify_command.as_deref()) {
+            return Err(why);
+        }
         let traceparent = options.traceparent.clone().or_else(|| config.traceparent.clone());
         Ok(SendSpec { output, meter: Arc::new(meter), verify_command, cancel: CancellationToken::new(), traceparent })
     }

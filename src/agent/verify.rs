@@ -16,7 +16,7 @@
 
 use crate::config::SessionConfig;
 use crate::tools::{self, ToolContext, ToolError};
-use crate::wire::{ErrorCode, ErrorEnvelope, Verification};
+use crate::wire::{EditFormat, ErrorCode, ErrorEnvelope, Verification};
 
 /// What follows a verification run.
 #[derive(Debug)]
@@ -33,6 +33,33 @@ pub enum Checked {
 
 /// Longest a verification command may run, in ms.
 pub const TIMEOUT_MS: u64 = 120_000;
+/// Why the send's check (`own`, else the session's `verify_command`)
+/// cannot run unasked: the session does not enable `bash`, or its approval
+/// policy would not let `bash` run the command without asking. `None` when
+/// there is no check or it can run, and in plan mode (never checked).
+/// [`super::SendSpec::resolve`] refuses
+/// such a send: left unchecked, it would end `ok` on the model's word.
+pub fn cannot_run(config: &SessionConfig, own: Option<&str>) -> Option<String> {
+    if config.policy.mode == crate::approval::ApprovalMode::Plan {
+        return None; // A plan changes nothing and is never checked.
+    }
+    let command = own.or(config.verify_command.as_deref()).map(str::trim).filter(|c| !c.is_empty())?;
+    if !config.tools.iter().any(|t| t == "bash") {
+        return Some(format!(
+            "the verification command `{command}` runs as bash would, and bash is not among the enabled tools; \
+             enable it (it need not be offered to the model: see edit_format) or drop the command"
+        ));
+    }
+    let as_bash = serde_json::json!({ "command": command });
+    if config.policy.check("bash", &as_bash, &config.workspace) != crate::approval::Verdict::Allow {
+        return Some(format!(
+            "the verification command `{command}` would need approval to run as bash under this session's approval \
+             policy, and a check never asks; allow it (a permissions rule) or drop the command"
+        ));
+    }
+    None
+}
+
 /// Bytes of a failing command's output the model is shown (its tail).
 const SHOWN_BYTES: usize = 3000;
 /// Bytes of it shown when it failed the same code again (its tail).
@@ -46,6 +73,9 @@ pub struct Verifier {
     rounds_left: u32,
     /// [`super::facts::Facts::moves`] when the command last failed.
     failed_at: Option<u32>,
+    /// How the notes tell the model to fix the cause, in the session's
+    /// edit format.
+    fix_with: &'static str,
 }
 
 impl Verifier {
@@ -56,16 +86,17 @@ impl Verifier {
     /// command unasked: a check never gets round the approval gate (a send's
     /// `verify_command` may come from an HTTP client).
     pub fn for_send(config: &SessionConfig, own: Option<&str>) -> Option<Verifier> {
-        if config.verify_rounds == 0 || !config.tools.iter().any(|t| t == "bash") {
+        if config.verify_rounds == 0 || cannot_run(config, own).is_some() {
             return None;
         }
         let command = own.or(config.verify_command.as_deref()).map(str::trim).filter(|c| !c.is_empty())?;
-        let as_bash = serde_json::json!({ "command": command });
-        if config.policy.check("bash", &as_bash, &config.workspace) != crate::approval::Verdict::Allow {
-            tracing::info!(%command, "not verified: bash would need approval for it");
-            return None;
-        }
-        Some(Verifier { command: command.to_owned(), rounds_left: config.verify_rounds, failed_at: None })
+        let fix_with = match config.edit_format {
+            EditFormat::ToolCalls => "fix the cause with edit_file or write_file",
+            EditFormat::Whole => {
+                "fix the cause: answer with the file's path and its complete new content in a fenced block"
+            }
+        };
+        Some(Verifier { command: command.to_owned(), rounds_left: config.verify_rounds, failed_at: None, fix_with })
     }
 
     /// The command.
@@ -97,7 +128,11 @@ impl Verifier {
         let (verification, output) = self.run(ctx).await;
         let passed = verification.passed;
         let unchanged = self.failed_at == Some(moves);
-        let text = if unchanged { unchanged_note(&verification, &output) } else { note(&verification, &output) };
+        let text = if unchanged {
+            unchanged_note(&verification, &output, self.fix_with)
+        } else {
+            note(&verification, &output, self.fix_with)
+        };
         self.failed_at = Some(moves).filter(|_| !passed);
         *report = Some(verification);
         if passed {
@@ -139,12 +174,12 @@ impl Verifier {
 }
 
 /// What the model is told after a failed verification.
-pub fn note(v: &Verification, output: &str) -> String {
+pub fn note(v: &Verification, output: &str, fix_with: &str) -> String {
     let shown = tail(output, SHOWN_BYTES);
     let how = how(v);
     format!(
         "The task is not done yet: I ran `{}` to check your work and it failed ({how}). Its output:\n{shown}\n\
-         Read the error, fix the cause with edit_file or write_file, then answer again.",
+         Read the error, {fix_with}, then answer again.",
         v.command
     )
 }
@@ -153,11 +188,11 @@ pub fn note(v: &Verification, output: &str) -> String {
 /// last failure changed a file or ran a command: the same code failed, so
 /// only the end of its output ([`SAME_SHOWN_BYTES`]) is shown again (the
 /// whole of it may have been compacted away since).
-pub fn unchanged_note(v: &Verification, output: &str) -> String {
+pub fn unchanged_note(v: &Verification, output: &str, fix_with: &str) -> String {
     format!(
         "The task is not done yet: `{}` still fails ({}). No file has changed since it last failed (no write, no \
          command), so it checked the same code as before. The end of its output:\n{}\nAn answer in words does not \
-         change the files: fix the cause with edit_file or write_file, then answer again.",
+         change the files: {fix_with}, then answer again.",
         v.command,
         how(v),
         tail(output, SAME_SHOWN_BYTES)

@@ -90,6 +90,13 @@ pub struct RunArgs {
     /// `file_blocks`, `file_block_target`).
     #[arg(long, num_args = 0..=1, require_equals = true, value_name = "FILE")]
     file_blocks: Option<Option<String>>,
+    /// How the model changes files: `tool-calls` (default) or `whole`
+    /// (aider's whole-file format for small models: no tool is offered,
+    /// the FILE of --file-blocks=FILE is shown to the model, and its answer's
+    /// fenced block replaces that file; the default system prompt becomes
+    /// the format's own; config `edit_format`).
+    #[arg(long, value_enum, default_value_t = EditFormatArg::ToolCalls)]
+    edit_format: EditFormatArg,
     /// A variable of pirn's environment that bash also gets (repeatable or
     /// comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
@@ -140,6 +147,12 @@ fn parse_schema(arg: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{arg}: not JSON: {e}"))
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum EditFormatArg {
+    ToolCalls,
+    Whole,
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum OutputFormat {
     Jsonl,
@@ -151,7 +164,10 @@ enum OutputFormat {
 pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
     let config = InitConfig {
         model: args.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
-        system_prompt: args.system_prompt.unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
+        system_prompt: args.system_prompt.unwrap_or_else(|| match args.edit_format {
+            EditFormatArg::ToolCalls => DEFAULT_SYSTEM_PROMPT.to_owned(),
+            EditFormatArg::Whole => pirn::tools::whole::SYSTEM_PROMPT.to_owned(),
+        }),
         tools: args.tools.into_iter().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect(),
         max_iterations: Some(args.max_iterations),
         cwd: args.cwd,
@@ -165,6 +181,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         claim_check: args.claim_check.then_some(true),
         file_blocks: args.file_blocks.is_some().then_some(true),
         file_block_target: args.file_blocks.clone().flatten(),
+        edit_format: (args.edit_format == EditFormatArg::Whole).then_some(pirn::wire::EditFormat::Whole),
         env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
         max_cost_usd: args.max_budget_usd,
         hooks: args.settings,

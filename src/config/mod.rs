@@ -28,7 +28,7 @@ use crate::approval::{ApprovalMode, Policy};
 use crate::environment::Environment;
 use crate::model::Endpoint;
 use crate::tools;
-use crate::wire::{Correlation, InitConfig, ProtocolVersion};
+use crate::wire::{Correlation, EditFormat, InitConfig, ProtocolVersion};
 
 /// Default `verify_rounds`: failed verifications given back to the model
 /// before the send ends (`agent::verify`).
@@ -128,6 +128,10 @@ pub struct SessionConfig {
     /// The file a lone block without a path line writes
     /// (`config.file_block_target`, only with `file_blocks`).
     pub file_block_target: Option<String>,
+    /// `config.edit_format`: with [`EditFormat::Whole`] no tool is offered
+    /// to the model ([`SessionConfig::tool_specs`] is empty), file blocks
+    /// are on, and the target file is shown before each send's request.
+    pub edit_format: EditFormat,
     /// The client's file system, when the transport offers one (ACP's
     /// `fs/*`); `None` from an init config. See `tools::client_files`.
     pub client_files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
@@ -189,7 +193,10 @@ impl SessionConfig {
         if config.max_tool_calls_per_turn == Some(0) {
             return Err(ConfigError::ZeroToolCalls);
         }
-        if config.file_block_target.is_some() && config.file_blocks != Some(true) {
+        if config.file_block_target.is_some()
+            && config.file_blocks != Some(true)
+            && config.edit_format != Some(EditFormat::Whole)
+        {
             return Err(ConfigError::TargetWithoutFileBlocks);
         }
         if config.permission_responses == Some(true) && version < ProtocolVersion::V0_3 {
@@ -253,7 +260,12 @@ impl SessionConfig {
         } else {
             crate::context::instructions::Instructions::default()
         };
-        let file_blocks = config.file_blocks.unwrap_or(false) && tools.iter().any(|t| t == "write_file");
+        let edit_format = config.edit_format.unwrap_or_default();
+        let can_write = tools.iter().any(|t| t == "write_file");
+        if edit_format == EditFormat::Whole && !can_write {
+            return Err(ConfigError::WholeWithoutWrite);
+        }
+        let file_blocks = (config.file_blocks.unwrap_or(false) || edit_format == EditFormat::Whole) && can_write;
         let mut base = config.system_prompt.clone();
         if mode == ApprovalMode::Plan {
             base.push_str(PLAN_INSTRUCTIONS);
@@ -263,7 +275,9 @@ impl SessionConfig {
             .clone()
             .filter(|t| file_blocks && !t.trim().is_empty())
             .map(|t| t.trim().to_owned());
-        if file_blocks {
+        if edit_format == EditFormat::Whole {
+            base.push_str(&crate::tools::whole::instructions(file_block_target.as_deref()));
+        } else if file_blocks {
             base.push_str(&crate::tools::file_blocks::instructions(file_block_target.as_deref()));
         }
         Ok(SessionConfig {
@@ -302,6 +316,7 @@ impl SessionConfig {
             claim_check: config.claim_check.unwrap_or(false),
             file_blocks,
             file_block_target,
+            edit_format,
             client_files: None,
             policy,
             permission_responses: config.permission_responses.unwrap_or(false),
@@ -324,9 +339,13 @@ impl SessionConfig {
     }
 
     /// Chat-completions `tools` entries for the enabled tools, built on first
-    /// use (nothing tool-related is built before a send needs it).
+    /// use (nothing tool-related is built before a send needs it); none in
+    /// the whole-file edit format, where the model answers in text.
     pub fn tool_specs(&self) -> &[Value] {
         self.tool_specs.get_or_init(|| {
+            if self.edit_format == EditFormat::Whole {
+                return Vec::new();
+            }
             let mut specs = tools::specs(&self.tools);
             specs.extend(self.mcp.iter().flat_map(|m| m.specs()));
             specs

@@ -31,6 +31,7 @@ pub mod references;
 pub mod spec;
 pub mod supervisor;
 pub mod syntax;
+pub mod whole;
 pub mod write_file;
 
 use std::path::PathBuf;

@@ -151,6 +151,17 @@ pub struct InitConfig {
     /// without `file_blocks: true`, init fails (it would do nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_block_target: Option<String>,
+    /// How the model makes its changes: `"tool_calls"` (default: the
+    /// enabled tools are offered as functions) or `"whole"`, aider's
+    /// whole-file format for small models that write code well in a fence
+    /// and badly inside a tool call's JSON: no function is offered, file
+    /// blocks are on (as `file_blocks: true`), and the file
+    /// `file_block_target` names is shown to the model, whole, before each
+    /// send's request. Needs `write_file` enabled (init fails otherwise);
+    /// the model can then only answer and write files, and the session's
+    /// `verify_command` still runs as `bash` would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_format: Option<EditFormat>,
     /// Removed: pirn makes no tool calls of its own (it once read the files
     /// a request named and ran the command it named before the model's
     /// first answer). Accepted so older clients still start; has no effect.
@@ -348,4 +359,17 @@ pub struct PermissionResponse {
 pub enum Decision {
     Allow,
     Deny,
+}
+
+/// How the model makes its changes (`config.edit_format`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EditFormat {
+    /// The enabled tools are offered as functions (default).
+    #[default]
+    ToolCalls,
+    /// No function is offered: the model writes a file by answering with
+    /// its path on a line and its complete new content in a fenced block
+    /// (aider's "whole" format; see `tools::file_blocks`).
+    Whole,
 }

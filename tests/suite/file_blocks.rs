@@ -8,12 +8,12 @@ use serde_json::{Value, json};
 use super::mock::{MockServer, Reply};
 use super::worker::Worker;
 
-const ORIGINAL: &str = "def f():\n    return 1\n";
+pub(super) const ORIGINAL: &str = "def f():\n    return 1\n";
 const BLOCK_ANSWER: &str = "Here it is.\n\napp.py\n```python\ndef f():\n    return 2\n```\nf returns 2 now.";
 
 /// One send on a workspace holding app.py, the model-reading checks off,
 /// `config` added to the init config.
-async fn send(script: Vec<Reply>, config: Value) -> (Vec<Value>, Value, MockServer, Worker) {
+pub(super) async fn send(script: Vec<Reply>, config: Value) -> (Vec<Value>, Value, MockServer, Worker) {
     let mock = MockServer::start(script).await;
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("app.py"), ORIGINAL).unwrap();
@@ -30,7 +30,7 @@ fn read_app() -> Reply {
     Reply::tool("read_file", json!({"file_path": "app.py"}))
 }
 
-fn app_py(w: &Worker) -> String {
+pub(super) fn app_py(w: &Worker) -> String {
     std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap()
 }
 

@@ -121,8 +121,9 @@ async fn the_same_write_again_is_no_change_and_ends_the_round_with_an_answer() {
 
 #[tokio::test]
 async fn verification_never_gets_round_the_approval_gate() {
-    // In auto-edit mode bash needs approval: the command the request names
-    // must not run unasked, so the wrong file is not "verified" either way.
+    // In auto-edit mode bash needs approval: the check must not run unasked,
+    // and a send it cannot check is refused rather than reported `ok`
+    // unchecked (it once ended `ok` with no `verification`).
     let marker_cmd = "touch verified-marker && python3 check.py";
     let script = vec![
         Reply::tool("write_file", json!({"file_path": "calc.py", "content": "def double(x):\n    return x\n"})),
@@ -133,10 +134,10 @@ async fn verification_never_gets_round_the_approval_gate() {
     let (mut w, _) = w.init("0.3.0", json!({"approval_mode": "auto-edit", "verify_command": marker_cmd})).await;
     w.write(json!({"type": "send", "id": "s", "message": "Write double(x) in calc.py."})).await;
     let (_, r) = w.result_for("s").await;
-    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["error"]["code"], "invalid_request", "{r}");
     assert!(r.get("verification").is_none(), "{r}");
     assert!(!w.workspace.path().join("verified-marker").exists(), "the command ran without approval");
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(mock.requests().len(), 0, "refused before the model was asked");
     // A deny rule on bash holds for it too, in full-auto.
     let mock = MockServer::start(vec![
         Reply::tool("write_file", json!({"file_path": "calc.py", "content": "x = 1\n"})),
@@ -148,6 +149,7 @@ async fn verification_never_gets_round_the_approval_gate() {
     let (mut w, _) = w.init("0.3.0", rules).await;
     w.write(json!({"type": "send", "id": "s", "message": "Write calc.py."})).await;
     let (_, r) = w.result_for("s").await;
+    assert_eq!(r["error"]["code"], "invalid_request", "{r}");
     assert!(r.get("verification").is_none(), "{r}");
     assert!(!w.workspace.path().join("verified-marker").exists());
 }

@@ -45,4 +45,5 @@ mod terminals;
 mod tolerant_edits;
 mod tools;
 mod webkit;
+mod whole;
 mod write_check;

@@ -294,7 +294,8 @@ async fn a_0_2_client_sees_no_sandbox_field_but_gets_the_sandbox() {
 #[tokio::test]
 async fn send_options_over_http_grant_no_command_and_read_no_file() {
     use super::mock::Reply;
-    // A session without bash: a send's verify_command must not run a shell.
+    // A session without bash: a send's verify_command must not run a shell
+    // (the send is refused: a check that cannot run never lets it end `ok`).
     let write = || Reply::tool("write_file", json!({"file_path": "a.txt", "content": "x\n"}));
     let mock = MockServer::start(vec![write(), Reply::text(&["Done."])]).await;
     let d = daemon(&mock.base_url(), &[]).await;
@@ -302,8 +303,9 @@ async fn send_options_over_http_grant_no_command_and_read_no_file() {
     let sid = new_session(&c, &d.base, json!({"tools": ["write_file"]})).await;
     let marker = d.workspace().join("pwned");
     let send = json!({"message": "write a.txt", "verify_command": format!("touch {}", marker.display())});
-    let (status, _) = post(&c, &format!("{}/v1/sessions/{sid}/sends?stream=1", d.base), send).await;
-    assert!(status < 300, "{status}");
+    let (status, body) = post(&c, &format!("{}/v1/sessions/{sid}/sends?stream=1", d.base), send).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("bash is not among the enabled tools"), "{body}");
     assert!(!marker.exists(), "a send's verify_command ran a shell in a session without bash");
     // Without a token and from a page's Origin the send options are not reachable at all.
     let page = c

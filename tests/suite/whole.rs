@@ -1,0 +1,102 @@
+//! The whole-file edit format (`edit_format: "whole"`) through the real
+//! binary: no tool is offered, the target file is shown after the request,
+//! the answer's block replaces it byte for byte, and the operator's check
+//! still judges the send. Also: a send whose check cannot run is refused,
+//! never reported `ok` unchecked.
+
+use serde_json::{Value, json};
+
+use super::file_blocks::{ORIGINAL, app_py, send};
+use super::mock::{MockServer, Reply};
+use super::worker::Worker;
+
+const CHECK: &str = "grep -q 'return 2' app.py";
+
+fn block(n: u32) -> String {
+    format!("```python\ndef f():\n    return {n}\n```")
+}
+
+#[tokio::test]
+async fn the_whole_format_offers_no_tool_shows_the_file_and_writes_the_answers_block_until_the_check_passes() {
+    let (b3, b2) = (block(3), block(2));
+    let script = vec![Reply::text(&[&b3]), Reply::text(&["Done."]), Reply::text(&[&b2]), Reply::text(&["Done now."])];
+    let config = json!({"edit_format": "whole", "file_block_target": "app.py", "verify_command": CHECK});
+    let (events, r, mock, w) = send(script, config).await;
+    assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("Done now.")), "{r}");
+    assert_eq!(app_py(&w), "def f():\n    return 2\n", "exactly the block's lines");
+    assert_eq!(r["verification"]["passed"], true, "{r}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    for q in &requests {
+        assert!(q.body.get("tools").is_none() && q.body.get("tool_choice").is_none(), "no tool offered: {}", q.body);
+    }
+    // The file in the chat follows the request, as it was; the system
+    // prompt says the format and names the target.
+    let messages = requests[0].body["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.contains("replaces app.py") && !system.contains("greet"), "{system}");
+    let shown = messages.last().unwrap()["content"].as_str().unwrap();
+    assert_eq!(messages[messages.len() - 2]["content"], "Make f in app.py return 2.");
+    assert!(shown.contains(&format!("app.py now holds:\n\napp.py\n```\n{ORIGINAL}```")), "{shown}");
+    // The failing check goes back in the format's words.
+    let note = requests[2].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(note.contains(CHECK) && note.contains("complete new content in a fenced block"), "{note}");
+    // Each block ran as a write_file call, seen as any call is.
+    let writes: Vec<&Value> = events
+        .iter()
+        .map(|e| &e["event"])
+        .filter(|e| e["event"] == "tool_start" && e["name"] == "write_file")
+        .collect();
+    assert_eq!(writes.len(), 2, "{events:?}");
+    assert_eq!(writes[1]["args"]["content"], "def f():\n    return 2\n");
+}
+
+#[tokio::test]
+async fn the_whole_format_needs_write_file() {
+    let mock = MockServer::start(vec![]).await;
+    let mut w = Worker::spawn(&mock.base_url(), &[]).await;
+    let config = json!({"model": "m", "system_prompt": "s", "tools": ["read_file"], "edit_format": "whole"});
+    w.write(json!({"type": "init", "id": "i", "protocol_version": "0.3.0", "config": config})).await;
+    let answer = w.next().await;
+    assert_ne!(answer["type"], "init_ok", "{answer}");
+    assert!(answer.to_string().contains("write_file is not among the enabled tools"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_send_whose_check_cannot_run_is_refused_and_the_model_never_asked() {
+    // bash not enabled: the check could not run, so the send would end on
+    // the model's word alone. Before, it ended `ok` unchecked.
+    let config = json!({"tools": ["read_file", "write_file"], "verify_command": CHECK});
+    let (_, r, mock, w) = send(vec![Reply::text(&["Done."])], config).await;
+    assert_eq!((r["status"].as_str(), r["error"]["code"].as_str()), (Some("error"), Some("invalid_request")), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("bash is not among the enabled tools"), "{r}");
+    assert!(mock.requests().is_empty());
+    assert_eq!(app_py(&w), ORIGINAL);
+    // The approval policy would ask for it: refused the same way.
+    let config = json!({"approval_mode": "auto-edit", "verify_command": CHECK});
+    let (_, r, mock, _w) = send(vec![Reply::text(&["Done."])], config).await;
+    assert_eq!(r["error"]["code"], "invalid_request", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("would need approval"), "{r}");
+    assert!(mock.requests().is_empty());
+}
+
+#[tokio::test]
+async fn pirn_run_takes_the_whole_format_with_its_own_system_prompt() {
+    let mock = MockServer::start(vec![Reply::text(&[&block(2)]), Reply::text(&["Done."])]).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.py"), ORIGINAL).unwrap();
+    let args = ["run", "--request-check=false", "--edit-format", "whole", "--file-blocks=app.py", "--verify", CHECK];
+    let out = super::worker::pirn_command(&mock.base_url(), &[])
+        .args(args)
+        .arg("Make f return 2.")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("app.py")).unwrap(), "def f():\n    return 2\n");
+    let system = mock.requests()[0].body["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert!(system.contains("The file you may change is shown below the request"), "{system}");
+    assert!(!system.contains("edit_file"), "the tool-call prompt is not used: {system}");
+}
