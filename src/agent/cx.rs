@@ -80,6 +80,9 @@ impl<'a> SendCx<'a> {
         tools.sandbox = config.sandbox.clone();
         tools.env_passthrough = config.env_passthrough.clone();
         tools.client_files = config.client_files.clone();
+        if config.edit_format == crate::wire::EditFormat::Whole {
+            tools.chat_file.clone_from(&config.file_block_target);
+        }
         let plan = config.policy.mode == ApprovalMode::Plan;
         let verifier = if plan { None } else { Verifier::for_send(config, spec.verify_command.as_deref()) };
         SendCx {

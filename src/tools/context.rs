@@ -40,6 +40,12 @@ pub struct ToolContext {
     /// The client's file system, when the transport's client offers one
     /// (see [`client_files`]); file tools read and write text through it.
     pub client_files: Option<std::sync::Arc<dyn client_files::ClientFiles>>,
+    /// The whole-file edit format's file in the chat (`file_block_target`,
+    /// as the model names it): when set, `write_file` creates new files and
+    /// writes this one, and refuses to overwrite any other existing file
+    /// (the model was shown only this one; on the Exercism tune sample it
+    /// otherwise rewrote the test files it was never shown).
+    pub chat_file: Option<String>,
 }
 
 /// A file as it was before a send's first `write_file` or `edit_file` call on it.
@@ -69,6 +75,7 @@ impl ToolContext {
             warned: Default::default(),
             written: Default::default(),
             client_files: None,
+            chat_file: None,
         }
     }
 

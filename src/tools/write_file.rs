@@ -59,6 +59,14 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
     let old = existing_text(ctx, &target);
+    if let Some(chat) = ctx.chat_file.as_deref().filter(|_| path.is_file())
+        && ctx.resolve(chat).ok().is_none_or(|c| c.path() != path)
+    {
+        return Err(ToolError::Failed(format!(
+            "nothing written: {shown} is not the file in the chat; in this session only {chat} can be changed (and new \
+             files created)"
+        )));
+    }
     if !ctx.may_overwrite(&path) {
         // Shown now, and counted as read: the next write is an informed one.
         let Some(text) = old.as_deref().filter(|t| t.len() <= SHOWN_UNREAD) else {

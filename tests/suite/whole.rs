@@ -52,6 +52,33 @@ async fn the_whole_format_offers_no_tool_shows_the_file_and_writes_the_answers_b
 }
 
 #[tokio::test]
+async fn in_the_whole_format_only_the_file_in_the_chat_is_overwritten() {
+    // The model names another existing file (one it was never shown) twice:
+    // refused with why (without the rule, the refusal would be the one for
+    // an unread file, which shows it and lets a new call land), while a new
+    // file may be created.
+    let other = "app_test.py\n```python\nassert True\n```";
+    let new = "notes.md\n```\nx\n```";
+    let script = vec![Reply::text(&[other]), Reply::text(&[other]), Reply::text(&[new]), Reply::text(&["Done."])];
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("app.py"), ORIGINAL).unwrap();
+    std::fs::write(w.workspace.path().join("app_test.py"), "assert False\n").unwrap();
+    let config =
+        json!({"edit_format": "whole", "file_block_target": "app.py", "request_check": false, "write_check": false});
+    let (mut w, _) = w.init("0.3.0", config).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
+    let (events, r) = w.result_for("s").await;
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("app_test.py")).unwrap(), "assert False\n");
+    assert_eq!(r["files_changed"], json!(["notes.md"]), "{r}");
+    let ends: Vec<&Value> = events.iter().map(|e| &e["event"]).filter(|e| e["event"] == "tool_end").collect();
+    // The repeat is answered with the first refusal (the repeat rule), not run.
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert!(ends[0]["result_preview"].as_str().unwrap().contains("not the file in the chat"), "{:?}", ends[0]);
+    assert_eq!((ends[0]["is_error"].as_bool(), ends[1]["is_error"].as_bool()), (Some(true), Some(false)));
+}
+
+#[tokio::test]
 async fn the_whole_format_needs_write_file() {
     let mock = MockServer::start(vec![]).await;
     let mut w = Worker::spawn(&mock.base_url(), &[]).await;
