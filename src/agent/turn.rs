@@ -177,7 +177,11 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
 /// `file-block-<at>-<n>`, `at` the conversation's length, so a replay
 /// makes the same ids) and the rest of its text its prose.
 fn file_block_calls(config: &crate::config::SessionConfig, completion: &mut Completion, at: usize) {
-    let reading = file_blocks::Reading { tools: &config.tools, target: config.file_block_target.as_deref() };
+    // In the whole-file format the model may only write files: a JSON call
+    // of another enabled tool in its text is code shown, not a call.
+    let write_only = ["write_file".to_owned()];
+    let tools = if config.edit_format == crate::wire::EditFormat::Whole { &write_only[..] } else { &config.tools[..] };
+    let reading = file_blocks::Reading { tools, target: config.file_block_target.as_deref() };
     let Some((prose, calls)) = file_blocks::calls(&completion.text, reading) else { return };
     completion.tool_calls = calls
         .into_iter()

@@ -59,7 +59,16 @@ async fn in_the_whole_format_only_the_file_in_the_chat_is_overwritten() {
     // file may be created.
     let other = "app_test.py\n```python\nassert True\n```";
     let new = "notes.md\n```\nx\n```";
-    let script = vec![Reply::text(&[other]), Reply::text(&[other]), Reply::text(&[new]), Reply::text(&["Done."])];
+    // A bash call written as JSON in the text is shown code, not a call:
+    // in this format the model only writes files.
+    let shell = "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"touch pwned\"}}\n```";
+    let script = vec![
+        Reply::text(&[shell]),
+        Reply::text(&[other]),
+        Reply::text(&[other]),
+        Reply::text(&[new]),
+        Reply::text(&["Done."]),
+    ];
     let mock = MockServer::start(script).await;
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("app.py"), ORIGINAL).unwrap();
@@ -69,13 +78,16 @@ async fn in_the_whole_format_only_the_file_in_the_chat_is_overwritten() {
     let (mut w, _) = w.init("0.3.0", config).await;
     w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
     let (events, r) = w.result_for("s").await;
+    assert!(!w.workspace.path().join("pwned").exists(), "a JSON bash call in the text ran");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("app_test.py")).unwrap(), "assert False\n");
-    assert_eq!(r["files_changed"], json!(["notes.md"]), "{r}");
+    // The lone block is the target's new content, as sent (not a call).
+    assert!(app_py(&w).contains("touch pwned") && !app_py(&w).contains("def f"), "{r}");
+    assert_eq!(r["files_changed"], json!(["app.py", "notes.md"]), "{r}");
     let ends: Vec<&Value> = events.iter().map(|e| &e["event"]).filter(|e| e["event"] == "tool_end").collect();
     // The repeat is answered with the first refusal (the repeat rule), not run.
-    assert_eq!(ends.len(), 2, "{ends:?}");
-    assert!(ends[0]["result_preview"].as_str().unwrap().contains("not the file in the chat"), "{:?}", ends[0]);
-    assert_eq!((ends[0]["is_error"].as_bool(), ends[1]["is_error"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(ends.len(), 3, "{ends:?}");
+    assert!(ends[1]["result_preview"].as_str().unwrap().contains("not the file in the chat"), "{:?}", ends[1]);
+    assert_eq!((ends[1]["is_error"].as_bool(), ends[2]["is_error"].as_bool()), (Some(true), Some(false)));
 }
 
 #[tokio::test]
