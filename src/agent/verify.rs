@@ -9,7 +9,8 @@
 //! the repository. It runs at every final answer of a send that has one
 //! (the operator asked that every send pass it), at most
 //! [`DEFAULT_VERIFY_ROUNDS`](crate::config::DEFAULT_VERIFY_ROUNDS) failures
-//! are given back, and a send that changed files and must stop before the
+//! are given back (an answer cut off at the token limit spends a round too:
+//! [`super::gates`]'s `CutOff`), and a send that changed files and must stop before the
 //! model said it is done (`max_iterations`, a conversation that no longer
 //! fits the context window, runaway answers) ends `ok` when the check
 //! passes.
@@ -102,6 +103,12 @@ impl Verifier {
     /// The command.
     pub fn command(&self) -> &str {
         &self.command
+    }
+
+    /// How the notes tell the model to change a file, in the session's edit
+    /// format ("fix the cause with edit_file or write_file").
+    pub fn fix_with(&self) -> &'static str {
+        self.fix_with
     }
 
     /// Runs the command in the workspace as a `bash` call would (sandbox,

@@ -284,3 +284,20 @@ async fn finish_reason_length_is_not_reported_as_success() {
     assert_eq!(r["response"], "the answer is");
     assert!(r["error"]["message"].as_str().unwrap().contains("length"));
 }
+
+#[tokio::test]
+async fn a_cut_off_wrap_up_answer_ends_a_checked_send_without_reopening_the_tools() {
+    // A checked send may spend a round on a cut-off answer, but not once
+    // its tool calls are spent: the budget's wrap-up stays the last answer.
+    let glob = |p: &str| Reply::tool("glob", json!({"pattern": p}));
+    let cut =
+        Reply::Text { chunks: vec!["and so".into()], usage: None, delay_ms: 0, finish_reason: Some("length".into()) };
+    let script = vec![glob("*"), glob("*.md"), cut, glob("*.rs"), Reply::text(&["late"])];
+    let mock = MockServer::start(script).await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({"verify_command": "test -f never_there"})).await;
+    w.write(json!({"type":"send","id":"s","message":"go","max_tool_calls": 1})).await;
+    let (_, r) = w.result_for("s").await;
+    assert_eq!((r["status"].as_str(), r["error"]["code"].as_str()), (Some("error"), Some("provider_error")), "{r}");
+    assert_eq!(r["response"], "and so", "{r}");
+    assert_eq!(mock.requests().len(), 3, "no request after the wrap-up's answer");
+}

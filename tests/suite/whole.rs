@@ -139,3 +139,44 @@ async fn pirn_run_takes_the_whole_format_with_its_own_system_prompt() {
     assert!(system.contains("The file you may change is shown below the request"), "{system}");
     assert!(!system.contains("edit_file"), "the tool-call prompt is not used: {system}");
 }
+
+fn cut_off(text: &str) -> Reply {
+    Reply::Text {
+        chunks: vec![text.to_owned()],
+        usage: Some([10, 5]),
+        delay_ms: 0,
+        finish_reason: Some("length".into()),
+    }
+}
+
+#[tokio::test]
+async fn a_checked_sends_answer_cut_off_at_the_token_limit_spends_a_round_and_is_dropped() {
+    // With the operator's check, a cut-off answer is a miss the model may
+    // make good: it is left out of the history and the model is told why.
+    // Without the gate's round, the send ends provider_error at once.
+    let b2 = block(2);
+    let script = vec![cut_off("Let me explain at length RAMBLE"), Reply::text(&[&b2]), Reply::text(&["Done."])];
+    let config = json!({"edit_format": "whole", "file_block_target": "app.py", "verify_command": CHECK});
+    let (_, r, mock, w) = send(script, config).await;
+    assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("Done.")), "{r}");
+    assert_eq!(app_py(&w), "def f():\n    return 2\n");
+    let requests = mock.requests();
+    let second = requests[1].body["messages"].to_string();
+    assert!(!second.contains("RAMBLE"), "the cut-off answer is dropped: {second}");
+    let note = requests[1].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(note.contains("token limit") && note.contains("complete new content in a fenced block"), "{note}");
+}
+
+#[tokio::test]
+async fn a_cut_off_answer_ends_the_send_once_the_checks_rounds_are_spent() {
+    // verify_rounds 1: the first cut-off answer spends it; the second ends
+    // the send provider_error with its text, and no third request is made.
+    let script = vec![cut_off("one"), cut_off("two"), Reply::text(&[&block(2)])];
+    let config =
+        json!({"edit_format": "whole", "file_block_target": "app.py", "verify_command": CHECK, "verify_rounds": 1});
+    let (_, r, mock, w) = send(script, config).await;
+    assert_eq!((r["status"].as_str(), r["error"]["code"].as_str()), (Some("error"), Some("provider_error")), "{r}");
+    assert_eq!(r["response"], "two");
+    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(app_py(&w), ORIGINAL, "nothing written");
+}

@@ -15,7 +15,7 @@
 //!
 //! | gate | reads | may |
 //! |---|---|---|
-//! | [`Gate::CutOff`] | `finish_reason: length` | ask again (schema) or fail `provider_error` |
+//! | [`Gate::CutOff`] | `finish_reason: length`; the operator's check and its rounds left | ask again (schema), send back (a checked send, one round) or fail `provider_error` |
 //! | [`Gate::BudgetStop`] | mode `WrapUp(Budget)` | fail `budget_exceeded` |
 //! | [`Gate::LoopStop`] | mode `WrapUp(..)`, the answer's JSON shape | fail `loop_detected` |
 //! | [`Gate::HeldBack`] | writes held back, not confirmed | send back once |
