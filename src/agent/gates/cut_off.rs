@@ -25,14 +25,13 @@ pub(super) fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
         output.retries_left -= 1;
         return Verdict::Again { note: output.retry_note(&[structured::CUT_OFF.to_owned()]), mode: Mode::Structured };
     }
-    let max_tokens = cx.config.max_tokens;
     // A wrap-up (a loop, a spent budget) is never reopened this way.
     if !cx.verified
         && matches!(cx.mode, Mode::Work | Mode::Act)
         && let Some(verifier) = cx.verifier.as_mut()
         && verifier.take_round()
     {
-        return Verdict::Again { note: note(max_tokens, verifier.fix_with()), mode: Mode::Act };
+        return Verdict::Again { note: note(cx.config.max_tokens, verifier.fix_with()), mode: Mode::Act };
     }
     let error = ErrorEnvelope {
         code: ErrorCode::ProviderError,
