@@ -3,7 +3,10 @@ checkout of github.com/exercism/python (the exercises aider's code-editing
 benchmark is built on), laid out one per workspace, prompted with their
 instructions, and judged by their own test file restored after the run.
 
-Layout, from the checkout (never copied into this repository):
+`--exercism` takes a checkout, or a git repository without a work tree
+(a bare clone, `fetch`'s mirror), whose HEAD is exported into a scratch
+directory ([`open_checkout`]). Layout, from the checkout (never copied
+into this repository):
 - `config.json` at the root: `exercises.practice[]` with `slug`,
   `difficulty` (1-10) and `status` (`deprecated` ones are skipped);
 - `exercises/practice/<slug>/.meta/config.json`: `files.solution` (the stub
@@ -21,7 +24,7 @@ judge's. Tests run with pytest from a venv of the eval's own
 (`<cache>/eval-venv`, pytest pinned) whose bin directory goes first on PATH,
 so `python3` in the test command is that venv's.
 """
-import json, os, random, shutil, subprocess, sys
+import atexit, json, os, random, shutil, subprocess, sys, tempfile
 from pathlib import Path
 
 CACHE = Path(os.environ.get("PIRN_CACHE_DIR", Path.home() / ".cache" / "pirn"))
@@ -42,6 +45,28 @@ def eval_venv_bin():
 def checkout_commit(root):
     p = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
     return p.stdout.strip() if p.returncode == 0 else "unknown (not a git checkout)"
+
+
+def open_checkout(path):
+    """(root, commit) for `--exercism PATH`: a checkout (a directory with
+    config.json) as it is, or a git repository without a work tree (a bare
+    clone, or the git directory a mirror keeps), whose HEAD is exported
+    with `git archive` into a scratch directory (the repository is only
+    read) and named by its commit. Exits with why when it is neither."""
+    path = Path(path).resolve()
+    if (path / "config.json").exists():
+        return path, checkout_commit(path)
+    head = subprocess.run(["git", "--git-dir", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        sys.exit(f"eval: {path} is neither a checkout of exercism/python (no config.json) nor a git repository")
+    scratch = Path(tempfile.mkdtemp(prefix="exercism-"))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    archive = subprocess.Popen(["git", "--git-dir", str(path), "archive", "HEAD"], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", str(scratch)], stdin=archive.stdout, check=True)
+    if archive.wait() != 0 or not (scratch / "config.json").exists():
+        sys.exit(f"eval: {path} at {head.stdout.strip()} has no config.json at its root: not exercism/python")
+    print(f"# exported {path} at HEAD into {scratch}", flush=True)
+    return scratch, head.stdout.strip()
 
 
 def eligible(root, max_difficulty):
