@@ -29,7 +29,7 @@ fn main() {
             let estimate = conv.budget.estimate(conv.bytes());
             if estimate > limit {
                 let to_free = ((estimate - limit * 70 / 100) * BYTES_PER_TOKEN) as usize;
-                conv.prune_tool_results(to_free, conv.recent_start(KEEP_TURNS));
+                conv.prune_outputs(to_free, conv.recent_start(KEEP_TURNS));
             }
             let after = conv.budget.estimate(conv.bytes());
             times.push(started.elapsed().as_nanos() as f64 / 1000.0);

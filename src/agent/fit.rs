@@ -2,17 +2,19 @@
 //!
 //! Owns the policy (the edits are `conversation`'s, the arithmetic
 //! `context`'s): when the estimated prompt plus room for an answer would
-//! pass ~90 % of the window, first **prune** (the oldest tool results become
-//! stubs; the system prompt, user messages and the last
+//! pass ~90 % of the window, first **prune** (the oldest tool results and
+//! pirn's own notes, such as an earlier check's output, become stubs; the
+//! system prompt, the user's messages and the last
 //! [`KEEP_TURNS`](crate::context::KEEP_TURNS) answers stay whole), then
 //! **compact** (one extra model call summarises the older conversation; it
 //! becomes system prompt + summary + recent turns; the call counts like a
 //! turn against the send's budgets, see [`super::outcome::side_call`]).
 //! Emits `context_prune` and `context_compact` with the real figures, and
-//! last stub the recent turns' tool results too. What is never cut: the system prompt, the tool specs,
-//! the user's messages and the model's own tool calls; only when those alone
-//! (with the room an answer needs) do not fit does the send end, with
-//! `context_overflow`.
+//! last stub the recent turns' tool results and notes too. What is never
+//! cut: the system prompt, the tool specs, the user's messages, the model's
+//! own tool calls and pirn's last note (the one the model is answering);
+//! only when those alone (with the room an answer needs) do not fit does
+//! the send end, with `context_overflow`.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -63,7 +65,7 @@ pub async fn fit(
     // server's prompt cache keeps hitting.
     let target = limit * PRUNE_TO_PERCENT / 100;
     let to_free = usize::try_from((before - target).saturating_mul(BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
-    let pruned = conv.prune_tool_results(to_free, protect);
+    let pruned = conv.prune_outputs(to_free, protect);
     let after = estimate(config, conv);
     if pruned.messages > 0 {
         let messages_pruned = pruned.messages as u64;
@@ -81,8 +83,8 @@ pub async fn fit(
     if estimate(config, conv) <= limit {
         return Ok(());
     }
-    // Even the recent turns do not fit: stub their tool results too.
-    conv.prune_tool_results(usize::MAX, conv.len());
+    // Even the recent turns do not fit: stub their outputs too.
+    conv.prune_outputs(usize::MAX, conv.len());
     let last = estimate(config, conv);
     if last <= limit {
         return Ok(());

@@ -1,7 +1,7 @@
 //! Edits of the history that are not appends: pruning old tool results
-//! and compaction into a summary (to fit the context window), and taking
-//! back an answer in words that was sent back (so the model does not copy
-//! it). Each logs the whole history afterwards (a `history` entry).
+//! and pirn's old notes, and compaction into a summary (to fit the context
+//! window), and taking back an answer in words that was sent back (so the
+//! model does not copy it). Each logs the whole history afterwards (a `history` entry).
 
 use std::sync::atomic::Ordering;
 
@@ -10,7 +10,7 @@ use async_openai::types::chat::{
     ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
 };
 
-use super::{Conversation, PRUNED_MARK, Pruned, message_bytes};
+use super::{Conversation, NOTE_MARK, PRUNED_MARK, Pruned, message_bytes};
 
 impl Conversation {
     /// Removes the last message when it is an answer of the model's in
@@ -32,39 +32,64 @@ impl Conversation {
         true
     }
 
-    /// Replaces the oldest tool results before `protect_from` by short stubs
-    /// until at least `to_free` bytes are freed (or none is left). The
-    /// system prompt, user messages and every tool call stay; a call keeps
-    /// its (stub) result, so the history stays valid.
-    pub fn prune_tool_results(&mut self, to_free: usize, protect_from: usize) -> Pruned {
+    /// Replaces the oldest outputs before `protect_from` by short stubs
+    /// until at least `to_free` bytes are freed (or none is left). An output
+    /// is a tool result or a note of pirn's own ([`NOTE_MARK`]: a check's
+    /// output, a workspace listing, a file shown in the whole-file format),
+    /// never the last note (the one the model is answering). The system
+    /// prompt, the user's own messages and every tool call stay; a call
+    /// keeps its (stub) result, so the history stays valid.
+    pub fn prune_outputs(&mut self, to_free: usize, protect_from: usize) -> Pruned {
         let mut done = Pruned::default();
+        let last_note = self.messages.iter().rposition(|m| note_text(m).is_some());
         for i in 0..protect_from.min(self.messages.len()) {
             if done.bytes_freed >= to_free {
                 break;
             }
-            let ChatCompletionRequestMessage::Tool(t) = &self.messages[i] else { continue };
-            let ChatCompletionRequestToolMessageContent::Text(text) = &t.content else { continue };
-            if text.starts_with(PRUNED_MARK) {
+            let (text, what) = match &self.messages[i] {
+                ChatCompletionRequestMessage::Tool(t) => match &t.content {
+                    ChatCompletionRequestToolMessageContent::Text(text) => (text, Stub::Tool(&t.tool_call_id)),
+                    _ => continue,
+                },
+                m if Some(i) != last_note => match note_text(m) {
+                    Some(text) => (text, Stub::Note),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if text.strip_prefix(NOTE_MARK).unwrap_or(text).starts_with(PRUNED_MARK) {
                 continue;
             }
-            let name = self.tool_name(&t.tool_call_id).unwrap_or_else(|| "tool".to_owned());
-            let stub = format!(
-                "{PRUNED_MARK}{name} output of {} lines ({} bytes) removed to save context; call the tool again if you need it]",
-                text.lines().count(),
-                text.len()
-            );
-            if stub.len() + 32 >= text.len() {
+            let (lines, len) = (text.lines().count(), text.len());
+            let stub = match what {
+                Stub::Tool(id) => format!(
+                    "{PRUNED_MARK}{} output of {lines} lines ({len} bytes) removed to save context; call the tool again if you need it]",
+                    self.tool_name(id).as_deref().unwrap_or("tool")
+                ),
+                Stub::Note => {
+                    format!(
+                        "{NOTE_MARK}{PRUNED_MARK}an earlier note of {lines} lines ({len} bytes) removed to save context]"
+                    )
+                }
+            };
+            if stub.len() + 32 >= len {
                 continue;
             }
-            let freed = text.len() - stub.len();
-            let call_id = t.tool_call_id.clone();
-            self.messages[i] = ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
-                content: ChatCompletionRequestToolMessageContent::Text(stub),
-                tool_call_id: call_id,
-            });
+            done.bytes_freed += len - stub.len();
+            self.messages[i] = match &self.messages[i] {
+                ChatCompletionRequestMessage::Tool(t) => {
+                    ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+                        content: ChatCompletionRequestToolMessageContent::Text(stub),
+                        tool_call_id: t.tool_call_id.clone(),
+                    })
+                }
+                _ => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+                    content: ChatCompletionRequestUserMessageContent::Text(stub),
+                    name: None,
+                }),
+            };
             self.sizes[i] = message_bytes(&self.messages[i]);
             done.messages += 1;
-            done.bytes_freed += freed;
         }
         if done.messages > 0 {
             self.log_history();
@@ -101,5 +126,23 @@ impl Conversation {
         let without_system = self.messages.len() - usize::from(system);
         self.count.store(without_system as u64, Ordering::Relaxed);
         self.log_history();
+    }
+}
+
+/// What a pruned output was: the result of tool call `id`, or a note of
+/// pirn's.
+enum Stub<'a> {
+    Tool(&'a str),
+    Note,
+}
+
+/// The text of `m` when it is a note of pirn's ([`NOTE_MARK`]).
+fn note_text(m: &ChatCompletionRequestMessage) -> Option<&String> {
+    match m {
+        ChatCompletionRequestMessage::User(u) => match &u.content {
+            ChatCompletionRequestUserMessageContent::Text(t) if t.starts_with(NOTE_MARK) => Some(t),
+            _ => None,
+        },
+        _ => None,
     }
 }

@@ -49,10 +49,11 @@ pub const NOTE_MARK: &str = "[pirn] ";
 /// call (a store that stalls longer is reported by the journal itself).
 pub const COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Marks a tool result replaced by [`Conversation::prune_tool_results`].
+/// Marks an output replaced by [`Conversation::prune_outputs`] (a note's
+/// stub has it after [`NOTE_MARK`]).
 pub const PRUNED_MARK: &str = "[pruned: ";
 
-/// What [`Conversation::prune_tool_results`] did.
+/// What [`Conversation::prune_outputs`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pruned {
     pub messages: usize,

@@ -30,16 +30,40 @@ fn pruning_stubs_the_oldest_results_and_compaction_keeps_calls_whole() {
     let before = c.bytes();
     let protect = c.recent_start(2);
     assert_eq!(c.role_of(protect), "assistant");
-    let p = c.prune_tool_results(5000, protect);
+    let p = c.prune_outputs(5000, protect);
     assert_eq!(p.messages, 2, "two oldest results, the last two answers kept");
     assert_eq!(before - c.bytes(), p.bytes_freed);
     assert!(c.text_of(3).starts_with(PRUNED_MARK) && c.text_of(3).contains("read_file output of 2000 lines"));
-    assert_eq!(c.prune_tool_results(usize::MAX, protect).messages, 0, "pruned once only");
+    assert_eq!(c.prune_outputs(usize::MAX, protect).messages, 0, "pruned once only");
     c.compact(protect, "read two files");
     assert_eq!(c.role_of(1), "user");
     assert!(c.text_of(1).contains("read two files") && c.text_of(1).contains("fix the bug"));
     assert_eq!(c.role_of(2), "assistant");
     assert_eq!(c.len(), 2 + 4);
+    assert_eq!(c.bytes(), (0..c.len()).map(|i| c.bytes_of(i)).sum::<usize>());
+}
+
+#[test]
+fn pruning_stubs_old_notes_but_never_the_request_or_the_last_note() {
+    let mut c = Conversation::new("sys", Arc::new(AtomicU64::new(0)));
+    let request = format!("fix the bug {}", "r".repeat(3000));
+    c.push_user(&request);
+    for i in 0..3 {
+        let call = ToolCall { id: format!("w{i}"), name: "write_file".into(), arguments: "{}".into() };
+        c.push_assistant("", std::slice::from_ref(&call));
+        c.push_tool_result(&call.id, "ok".into());
+        c.push_note(&format!("check {i} failed:\n{}", "E\n".repeat(1500)));
+    }
+    let protect = c.recent_start(2);
+    let p = c.prune_outputs(usize::MAX, protect);
+    assert_eq!(p.messages, 1, "the first check's note only: the later ones follow the last two answers");
+    assert!(c.text_of(4).starts_with("[pirn] [pruned: an earlier note of 1501 lines"), "{}", c.text_of(4));
+    assert_eq!(c.last_request(), Some(1), "a pruned note is still not a request");
+    assert_eq!(c.text_of(1), request, "the user's message stays whole");
+    // The last resort (everything may go) still keeps the note being answered.
+    let p = c.prune_outputs(usize::MAX, c.len());
+    assert_eq!(p.messages, 1, "the second check's note");
+    assert!(c.text_of(c.len() - 1).starts_with("[pirn] check 2 failed"));
     assert_eq!(c.bytes(), (0..c.len()).map(|i| c.bytes_of(i)).sum::<usize>());
 }
 

@@ -180,3 +180,39 @@ async fn a_cut_off_answer_ends_the_send_once_the_checks_rounds_are_spent() {
     assert_eq!(mock.requests().len(), 2);
     assert_eq!(app_py(&w), ORIGINAL, "nothing written");
 }
+
+#[tokio::test]
+async fn an_earlier_checks_output_is_pruned_so_a_long_checked_send_fits_its_window() {
+    // Each failing check sends back ~3 KB of output in a note of pirn's.
+    // In a 4,096-token window the fifth round no longer fits: the oldest
+    // notes become stubs (no summary call, which would take a scripted
+    // reply), while the request, the model's blocks and the note being
+    // answered stay whole.
+    let check = "seq 1 800; grep -q 'return 2' app.py";
+    let mut script = Vec::new();
+    for n in [3, 4, 5, 6] {
+        script.extend([Reply::text(&[&block(n)]), Reply::text(&["Done."])]);
+    }
+    script.extend([Reply::text(&[&block(2)]), Reply::text(&["Done now."])]);
+    let mock = MockServer::start_windowed(script, 4096, true).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("app.py"), ORIGINAL).unwrap();
+    let config = json!({"edit_format": "whole", "file_block_target": "app.py", "verify_command": check,
+        "verify_rounds": 6, "max_iterations": 20, "max_tokens": 512, "request_check": false, "write_check": false});
+    let (mut w, _) = w.init("0.3.0", config).await;
+    w.write(json!({"type": "send", "id": "s", "message": "Make f in app.py return 2."})).await;
+    let (events, r) = w.result_for("s").await;
+    assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("Done now.")), "{r}");
+    assert_eq!(app_py(&w), "def f():\n    return 2\n");
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"]["event"].as_str()).collect();
+    assert!(kinds.contains(&"context_prune") && !kinds.contains(&"context_compact"), "{kinds:?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 10, "one request per scripted answer, none for a summary");
+    let last = requests[9].body["messages"].as_array().unwrap().clone();
+    let text = |m: &Value| m["content"].as_str().unwrap_or("").to_owned();
+    assert!(last.iter().any(|m| text(m).starts_with("[pirn] [pruned: an earlier note")), "{last:?}");
+    assert!(last.iter().any(|m| text(m) == "Make f in app.py return 2."), "the request stays whole");
+    let notes: Vec<String> = last.iter().map(text).filter(|t| t.starts_with("[pirn] ")).collect();
+    let latest = notes.last().unwrap();
+    assert!(latest.contains(check) && latest.contains("\n800"), "the latest check's output stays whole: {latest}");
+}
