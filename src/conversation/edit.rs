@@ -1,7 +1,8 @@
 //! Edits of the history that are not appends: pruning old tool results
 //! and pirn's old notes, and compaction into a summary (to fit the context
 //! window), and taking back an answer in words that was sent back (so the
-//! model does not copy it). Each logs the whole history afterwards (a `history` entry).
+//! model does not copy it). Each logs the whole history afterwards (a
+//! `history` entry).
 
 use std::sync::atomic::Ordering;
 
