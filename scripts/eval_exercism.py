@@ -62,8 +62,9 @@ def open_checkout(path):
     scratch = Path(tempfile.mkdtemp(prefix="exercism-"))
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     archive = subprocess.Popen(["git", "--git-dir", str(path), "archive", "HEAD"], stdout=subprocess.PIPE)
-    subprocess.run(["tar", "-x", "-C", str(scratch)], stdin=archive.stdout, check=True)
-    if archive.wait() != 0 or not (scratch / "config.json").exists():
+    tar = subprocess.run(["tar", "-x", "-C", str(scratch)], stdin=archive.stdout)
+    archive.stdout.close()
+    if archive.wait() != 0 or tar.returncode != 0 or not (scratch / "config.json").exists():
         sys.exit(f"eval: {path} at {head.stdout.strip()} has no config.json at its root: not exercism/python")
     print(f"# exported {path} at HEAD into {scratch}", flush=True)
     return scratch, head.stdout.strip()

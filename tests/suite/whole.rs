@@ -184,8 +184,8 @@ async fn a_cut_off_answer_ends_the_send_once_the_checks_rounds_are_spent() {
 #[tokio::test]
 async fn an_earlier_checks_output_is_pruned_so_a_long_checked_send_fits_its_window() {
     // Each failing check sends back ~3 KB of output in a note of pirn's.
-    // In a 4,096-token window the fifth round no longer fits: the oldest
-    // notes become stubs (no summary call, which would take a scripted
+    // In a 4,096-token window a few rounds no longer fit: the oldest notes
+    // become stubs (no summary call, which would take a scripted
     // reply), while the request, the model's blocks and the note being
     // answered stay whole.
     let check = "seq 1 800; grep -q 'return 2' app.py";
