@@ -9,9 +9,9 @@
 //! the repository. It runs at every final answer of a send that has one
 //! (the operator asked that every send pass it), at most
 //! [`DEFAULT_VERIFY_ROUNDS`](crate::config::DEFAULT_VERIFY_ROUNDS) failures
-//! are given back (an answer cut off at the token limit spends a round too:
-//! [`super::gates`]'s `CutOff`), and a send that changed files and must stop before the
-//! model said it is done (`max_iterations`, a conversation that no longer
+//! are given back (an answer cut off at the token limit spends a round
+//! too: [`super::gates`]'s `CutOff`), and a send that changed files and
+//! must stop before the model said it is done (`max_iterations`, a conversation that no longer
 //! fits the context window, runaway answers) ends `ok` when the check
 //! passes.
 

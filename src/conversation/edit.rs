@@ -7,11 +7,11 @@
 use std::sync::atomic::Ordering;
 
 use async_openai::types::chat::{
-    ChatCompletionRequestMessage, ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
-    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
+    ChatCompletionRequestMessage, ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
+    ChatCompletionRequestUserMessageContent,
 };
 
-use super::{Conversation, NOTE_MARK, PRUNED_MARK, Pruned, message_bytes};
+use super::{Conversation, NOTE_MARK, PRUNED_MARK, Pruned, message_bytes, note_text};
 
 impl Conversation {
     /// Removes the last message when it is an answer of the model's in
@@ -77,18 +77,15 @@ impl Conversation {
                 continue;
             }
             done.bytes_freed += len - stub.len();
-            self.messages[i] = match &self.messages[i] {
+            match &mut self.messages[i] {
                 ChatCompletionRequestMessage::Tool(t) => {
-                    ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
-                        content: ChatCompletionRequestToolMessageContent::Text(stub),
-                        tool_call_id: t.tool_call_id.clone(),
-                    })
+                    t.content = ChatCompletionRequestToolMessageContent::Text(stub)
                 }
-                _ => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
-                    content: ChatCompletionRequestUserMessageContent::Text(stub),
-                    name: None,
-                }),
-            };
+                ChatCompletionRequestMessage::User(u) => {
+                    u.content = ChatCompletionRequestUserMessageContent::Text(stub)
+                }
+                _ => {}
+            }
             self.sizes[i] = message_bytes(&self.messages[i]);
             done.messages += 1;
         }
@@ -135,15 +132,4 @@ impl Conversation {
 enum Stub<'a> {
     Tool(&'a str),
     Note,
-}
-
-/// The text of `m` when it is a note of pirn's ([`NOTE_MARK`]).
-fn note_text(m: &ChatCompletionRequestMessage) -> Option<&String> {
-    match m {
-        ChatCompletionRequestMessage::User(u) => match &u.content {
-            ChatCompletionRequestUserMessageContent::Text(t) if t.starts_with(NOTE_MARK) => Some(t),
-            _ => None,
-        },
-        _ => None,
-    }
 }

@@ -156,13 +156,7 @@ impl Conversation {
     /// Index of the last user message that is a request (not a
     /// [`NOTE_MARK`] note), if any.
     pub fn last_request(&self) -> Option<usize> {
-        self.messages.iter().rposition(|m| match m {
-            ChatCompletionRequestMessage::User(u) => match &u.content {
-                ChatCompletionRequestUserMessageContent::Text(t) => !t.starts_with(NOTE_MARK),
-                _ => true,
-            },
-            _ => false,
-        })
+        self.messages.iter().rposition(|m| matches!(m, ChatCompletionRequestMessage::User(_)) && note_text(m).is_none())
     }
 
     /// Index from which the last `turns` model answers (assistant messages,
@@ -367,6 +361,17 @@ impl Conversation {
 
 /// Bytes a message costs in a request: its text and tool-call arguments plus
 /// [`MESSAGE_OVERHEAD`] (and the same per tool call).
+/// The text of `m` when it is a note of pirn's ([`NOTE_MARK`]).
+fn note_text(m: &ChatCompletionRequestMessage) -> Option<&String> {
+    match m {
+        ChatCompletionRequestMessage::User(u) => match &u.content {
+            ChatCompletionRequestUserMessageContent::Text(t) if t.starts_with(NOTE_MARK) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn message_bytes(m: &ChatCompletionRequestMessage) -> usize {
     let text = match m {
         ChatCompletionRequestMessage::System(s) => match &s.content {
