@@ -107,6 +107,20 @@ impl ToolContext {
         written.get(path).and_then(|w| w.text.as_deref()).is_some_and(|text| text.contains(needle))
     }
 
+    /// The files other than `except` that this send went to change and
+    /// that held `needle` before its first such call on them, sorted: where
+    /// the send's own earlier change may have made an edit already.
+    pub fn changed_from(&self, except: &Path, needle: &str) -> Vec<PathBuf> {
+        let written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        let mut paths: Vec<PathBuf> = written
+            .iter()
+            .filter(|(p, w)| p.as_path() != except && w.text.as_deref().is_some_and(|t| t.contains(needle)))
+            .map(|(p, _)| p.clone())
+            .collect();
+        paths.sort();
+        paths
+    }
+
     /// The files this send changed that parsed before and do not now
     /// (the kinds [`syntax::problem`] knows): `(path as shown, what
     /// the parser says)`.

@@ -2,7 +2,8 @@
 //! other files of the workspace that hold that text as written.
 //!
 //! Owns: the search ([`holders`]) and the sentence the edit's error leads
-//! with ([`note`]). A small model asked to fix a line it was quoted, with
+//! with ([`note`]): where the text is, or, when no file holds it still to
+//! change, which file this send's own earlier change made that edit in. A small model asked to fix a line it was quoted, with
 //! no file named, edits the file it guessed (a README for a banner's
 //! typo) and, told the text is not there, reads the same file and repeats
 //! the same edit. An editor's "find in files" would show where the text
@@ -58,12 +59,14 @@ pub fn holders(
 
 /// The sentence for an edit of `path` from `old_string` to `new_string`
 /// whose `old_string` that file does not hold: where else it is, e.g.
-/// "That text is in app/banner.py (line 2), not in README.md; ...". `None`
-/// when no other file holds it (where the edit is not made already).
+/// "That text is in app/banner.py (line 2), not in README.md; ...", or,
+/// when no other file holds it still to change, where this send's own
+/// earlier change made the edit already ([`made_by_send`]). `None` when
+/// neither.
 pub fn note(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) -> Option<String> {
     let (found, total) = holders(&ctx.workspace, path, old_string, new_string, &|| ctx.cancel.is_cancelled());
     if found.is_empty() {
-        return None;
+        return made_by_send(ctx, path, old_string, new_string);
     }
     let named: Vec<String> = found.iter().map(|(p, line)| format!("{} (line {line})", ctx.display(p))).collect();
     let more = if total > named.len() { format!(" and {} more files", total - named.len()) } else { String::new() };
@@ -72,6 +75,40 @@ pub fn note(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) 
         named.join(", "),
         ctx.display(path)
     ))
+}
+
+/// The sentence for an edit no file holds still to make, when a file
+/// this send changed (other than `path`) held `old_string` before that
+/// change and now holds `new_string` (or, for a deletion, no longer holds
+/// `old_string`): the same edit, made already by the send's own earlier
+/// call. A small model that fixed the right file goes back to the file
+/// it guessed first and repeats the failing edit there until its calls
+/// run out (tune_2's t2_typo_no_file: four times, then `max_iterations`,
+/// the fix on disk). Facts only: the send's record of what each file held
+/// before it changed it, and the file's text now.
+fn made_by_send(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) -> Option<String> {
+    let (old, new) = (old_string.trim(), new_string.trim());
+    if old.len() < MIN_TEXT {
+        return None;
+    }
+    ctx.changed_from(path, old).into_iter().find_map(|p| {
+        let shown = ctx.display(&p);
+        let now = ctx.read_text(&ctx.resolve(&shown).ok()?, super::read_file::MAX_FILE_BYTES).ok()?;
+        let at = |needle: &str| now.find(needle).map(|i| now[..i].matches('\n').count() + 1);
+        if new.is_empty() {
+            return at(old).is_none().then(|| {
+                format!(
+                    "{shown} held that text before your earlier change in this request, which removed it: this \
+                     deletion looks made already. Go on with the rest of the task."
+                )
+            });
+        }
+        let line = at(new)?;
+        Some(format!(
+            "{shown} held that text before your earlier change in this request and now reads new_string there \
+             (line {line}): this edit looks made already. Go on with the rest of the task."
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -271,6 +271,52 @@ async fn an_old_string_the_named_file_lacks_is_shown_where_the_workspace_has_it(
 }
 
 #[tokio::test]
+async fn the_wrong_file_again_after_the_fix_in_the_same_send_says_where_the_edit_was_made() {
+    use super::mock::Reply;
+    let (mut w, mock) = tool_worker(json!({})).await;
+    let ws = w.workspace.path().to_path_buf();
+    std::fs::create_dir_all(ws.join("app")).unwrap();
+    std::fs::write(ws.join("README.md"), "# Ledger\n").unwrap();
+    std::fs::write(ws.join("app/banner.py"), "def banner(u):\n    return f\"Welcom to Ledger, {u}!\"\n").unwrap();
+    std::fs::write(ws.join("app/notes.txt"), "old: x = 1\n").unwrap();
+    let guess = json!({"file_path": "README.md", "old_string": "Welcom to", "new_string": "Welcome to"});
+    let fix = json!({"file_path": "app/banner.py", "old_string": "Welcom to", "new_string": "Welcome to"});
+    let drop = json!({"file_path": "app/notes.txt", "old_string": "old: x = 1\n", "new_string": ""});
+    let drop_guess = json!({"file_path": "README.md", "old_string": "old: x = 1\n", "new_string": ""});
+    for reply in [
+        Reply::tool("edit_file", guess.clone()),
+        Reply::tool("edit_file", fix),
+        Reply::tool("edit_file", guess.clone()),
+        Reply::tool("edit_file", drop),
+        Reply::tool("edit_file", drop_guess),
+        Reply::text(&["Fixed the banner."]),
+    ] {
+        mock.push(reply);
+    }
+    w.write(json!({"type":"send","id":"a","message":"Fix the spelling of the welcome banner."})).await;
+    let (_, r) = w.result_for("a").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let reqs = mock.requests();
+    let tool_text = |i: usize| {
+        let msgs = reqs[i].body["messages"].as_array().unwrap();
+        msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
+    };
+    assert!(tool_text(1).contains("That text is in app/banner.py (line 2), not in README.md"), "{}", tool_text(1));
+    // The same guess after the fix: the file the send changed is named, and the edit said made.
+    assert_eq!(
+        tool_text(3),
+        "Error: README.md: old_string not found, and nothing was written. app/banner.py held that text before \
+         your earlier change in this request and now reads new_string there (line 2): this edit looks made \
+         already. Go on with the rest of the task."
+    );
+    assert!(tool_text(5).contains("app/notes.txt held that text before your earlier change in this request, which removed it: this deletion looks made already"), "{}", tool_text(5));
+    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "# Ledger\n", "nothing written");
+    // Another send changed nothing yet: the plain error, nothing said made.
+    let out = call_tool(&mut w, &mock, "edit_file", guess).await;
+    assert!(out.starts_with("Error: README.md: old_string not found (not even ignoring whitespace)"), "{out}");
+}
+
+#[tokio::test]
 async fn the_wrong_file_note_never_names_a_file_through_a_symlink_or_a_hidden_one() {
     let (mut w, mock) = tool_worker(json!({})).await;
     let ws = w.workspace.path().to_path_buf();
