@@ -3,10 +3,10 @@
 //!
 //! Owns: the search ([`holders`]) and the sentence the edit's error leads
 //! with ([`note`]): where the text is, or, when no file holds it still to
-//! change, which file this send's own earlier change made that edit in. A small model asked to fix a line it was quoted, with
-//! no file named, edits the file it guessed (a README for a banner's
-//! typo) and, told the text is not there, reads the same file and repeats
-//! the same edit. An editor's "find in files" would show where the text
+//! change, which file this send's own earlier change made that edit in.
+//! A small model asked to fix a line it was quoted, with no file named,
+//! edits the file it guessed (a README for a banner's typo) and, told the
+//! text is not there, reads the same file and repeats the same edit. An editor's "find in files" would show where the text
 //! is; this is that, for the model: information in the error, never an
 //! edit (nothing is written, the model chooses the file). It reads facts
 //! only, the bytes of the files, the same for every language.
