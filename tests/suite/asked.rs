@@ -55,7 +55,8 @@ pub(super) fn failed_with_nothing_changed(r: &Value, answer: &str, w: &Worker) {
 async fn a_change_answered_without_a_write_is_sent_back_once_and_then_made() {
     let mock = sent_back_once_then_made("I changed f to return 2.", "request_check", |m| m.reads_change(true)).await;
     let shown = &mock.readings()[0]["messages"];
-    assert!(shown[1]["content"].as_str().unwrap().contains("Make f in app.py return 2."), "the request: {shown}");
+    let last = shown.as_array().unwrap().last().unwrap();
+    assert!(last["content"].as_str().unwrap().contains("Make f in app.py return 2."), "the request: {shown}");
     assert!(mock.requests()[2].body["messages"].to_string().contains("No file has changed in this send"));
 }
 
@@ -78,7 +79,13 @@ pub(super) async fn sent_back_once_then_made(claim: &str, check: &str, setup: im
     assert_eq!(r["files_changed"], json!(["app.py"]), "{r}");
     let readings = mock.readings();
     assert_eq!(readings.len(), 1, "read once, at the answer that changed nothing");
-    assert_eq!(readings[0]["messages"].as_array().unwrap().len(), 2, "the reading sees one text alone");
+    // The reading sees the request alone after its worked examples: none
+    // of the send's conversation.
+    let shown = readings[0]["messages"].as_array().unwrap();
+    let text = |m: &Value| m["content"].as_str().unwrap_or_default().to_owned();
+    let label = text(shown.last().unwrap()).split_once(":\n").unwrap().0.to_owned();
+    assert!(!shown.iter().any(|m| m["role"] == "tool" || text(m) == claim), "{shown:?}");
+    assert!(shown.iter().filter(|m| m["role"] == "user").all(|m| text(m).starts_with(&format!("{label}:\n"))));
     assert!(readings[0].get("tools").is_none() && readings[0]["response_format"]["type"] == "json_schema");
     let second = &mock.requests()[2].body;
     assert_eq!(second["tool_choice"], "required", "the next request must act");

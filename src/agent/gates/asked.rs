@@ -56,7 +56,25 @@ const ASK: Ask = Ask {
     question: "Does this request ask for a change to the project's files (true), or only for information in words \
                (false)?",
     key: "changes_files",
+    examples: EXAMPLES,
 };
+
+/// The reading's worked examples, three of each answer, written for it
+/// (none is an eval task's request). Without them the 1.5B model read 10
+/// of 30 questions as changes (an explanation, a summary, a list, a
+/// review, "which file defines"); with them 2, and changes read as
+/// questions stayed at 1 of 60; on 20 requests written after the
+/// examples were chosen, 17 right without them and 19 with them
+/// (docs/evaluation.md, 2026-12-02). They are instances, not rules: no
+/// word of them is matched against the request.
+const EXAMPLES: &[(&str, bool)] = &[
+    ("Where is the retry limit set, and what is it?", false),
+    ("The greeting in hello.rs has a typo, fix it.", true),
+    ("Describe how the upload handler validates file sizes; don't touch anything.", false),
+    ("Remove the deprecated flag from config.toml.", true),
+    ("Show me how I could add caching to fetch_user.", false),
+    ("Add a --dry-run option to deploy.py that prints the commands instead of running them.", true),
+];
 
 pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     // A write held back was an attempt at a change: the `HeldBack` gate

@@ -41,6 +41,7 @@ const ASK: Ask = Ask {
     label: "Reply",
     question: "Does this reply say the assistant has changed files?",
     key: "reports_change",
+    examples: &[],
 };
 
 /// The gate's name for [`SendCx::fire_once`].

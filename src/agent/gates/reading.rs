@@ -40,13 +40,16 @@ pub(super) fn quiet(cx: &SendCx<'_>) -> bool {
 }
 
 /// What one reading asks: the instructions, the label the text is shown
-/// under, the question after it, and the JSON key of the boolean answer.
+/// under, the question after it, the JSON key of the boolean answer, and
+/// worked examples (a text and its right answer), shown to the model as
+/// earlier turns of the same exchange before the text itself.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ask {
     pub system: &'static str,
     pub label: &'static str,
     pub question: &'static str,
     pub key: &'static str,
+    pub examples: &'static [(&'static str, bool)],
 }
 
 /// The model's answer to `ask` about `text` (its ends, when long):
@@ -68,14 +71,22 @@ pub(super) async fn yes_no(cx: &mut SendCx<'_>, ask: Ask, text: &str) -> Option<
     Some(answer)
 }
 
-/// The reading call's body: `ask.system`, then one user message with
-/// `ask.label`, `text` ([`shown`]) and `ask.question`; no tools; at most 16
-/// tokens held to `{"<key>": boolean}`.
+/// The reading call's body: `ask.system`; for each of `ask.examples` a
+/// user message shown as the text is and the assistant's answer
+/// `{"<key>": b}`; then one user message with `ask.label`, `text`
+/// ([`shown`]) and `ask.question`; no tools; at most 16 tokens held to
+/// `{"<key>": boolean}`.
 fn request(model: &str, temperature: Option<f32>, ask: Ask, text: &str) -> Value {
-    let user = format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, shown(text), ask.question);
+    let user = |text: &str| json!({"role": "user", "content": format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, shown(text), ask.question)});
+    let mut messages = vec![json!({"role": "system", "content": ask.system})];
+    for &(example, answer) in ask.examples {
+        messages.push(user(example));
+        messages.push(json!({"role": "assistant", "content": format!("{{\"{}\": {answer}}}", ask.key)}));
+    }
+    messages.push(user(text));
     json!({
         "model": model,
-        "messages": [{"role": "system", "content": ask.system}, {"role": "user", "content": user}],
+        "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
         "temperature": temperature.unwrap_or(0.0),
@@ -109,7 +120,7 @@ mod tests {
         // Both cuts (byte 2000, and 2000 from the end) fall inside a
         // two-byte character: the head ends before it, the tail starts after.
         let long = format!("a{}{}{}b", "é".repeat(1500), "x".repeat(3000), "ü".repeat(1500));
-        let ask = Ask { system: "sys", label: "Request", question: "Is it?", key: "changes_files" };
+        let ask = Ask { system: "sys", label: "Request", question: "Is it?", key: "changes_files", examples: &[] };
         let body = request("m", None, ask, &long);
         let user = body["messages"][1]["content"].as_str().unwrap();
         let (head, tail) = user.split_once("\n[…]\n").expect("the marker");
@@ -122,5 +133,31 @@ mod tests {
         assert_eq!(body["max_tokens"], 16);
         assert_eq!(body["response_format"]["json_schema"]["schema"]["required"][0], "changes_files");
         assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn a_readings_examples_come_first_as_earlier_turns() {
+        let examples = &[("What is x?", false), ("Set x to 2.", true)];
+        let ask = Ask { system: "sys", label: "Request", question: "Is it?", key: "changes_files", examples };
+        let body = request("m", None, ask, "Make f return 2.");
+        let shown: Vec<(String, String)> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned()))
+            .collect();
+        let asked = |t: &str| ("user".to_owned(), format!("Request:\n{t}\n\nIs it? Answer with JSON."));
+        let said = |b: bool| ("assistant".to_owned(), format!("{{\"changes_files\": {b}}}"));
+        assert_eq!(
+            shown,
+            vec![
+                ("system".to_owned(), "sys".to_owned()),
+                asked("What is x?"),
+                said(false),
+                asked("Set x to 2."),
+                said(true),
+                asked("Make f return 2."),
+            ]
+        );
     }
 }
