@@ -2,8 +2,8 @@
 //! the record the answer gates read.
 //!
 //! Owns: [`CallOutcome`] (what one call did: changed a file, left it as it
-//! was, was held back, ran a command and how it exited, was denied, failed,
-//! or looked without changing anything) and [`Facts`] (the files this send
+//! was, was held back, found its edit made already, ran a command and how
+//! it exited, was denied, failed, or looked without changing anything) and [`Facts`] (the files this send
 //! changed with the hash of what each last write put there, the writes held
 //! back and not confirmed since, the commands run and their exit codes, the
 //! calls that failed or were denied). Fed only by [`CallOutcome`]s, which
@@ -31,6 +31,9 @@ pub enum CallOutcome {
     /// A write held back because the request was read as asking for no
     /// change (`write_check`): nothing ran.
     Withheld,
+    /// An edit the file already shows made ([`Effect::MadeAlready`]):
+    /// nothing was written.
+    MadeAlready { path: PathBuf },
     /// The approval policy or the user refused the call: nothing ran.
     Denied,
     /// The call failed (bad arguments, a path outside, an edit that did not match).
@@ -49,6 +52,7 @@ impl CallOutcome {
             }
             Effect::Unchanged { path } => CallOutcome::Unchanged { path: path.clone() },
             Effect::HeldBack { path } => CallOutcome::HeldBack { path: path.clone() },
+            Effect::MadeAlready { path } => CallOutcome::MadeAlready { path: path.clone() },
             Effect::Ran { exit_code } => CallOutcome::Ran { exit_code: *exit_code },
             Effect::None if output.is_error => CallOutcome::Failed,
             Effect::None => CallOutcome::Looked,
@@ -118,7 +122,7 @@ impl Facts {
             CallOutcome::Looked if !crate::tools::ALL_TOOLS.contains(&tool) => {
                 self.touched_since.extend(self.changed.keys().cloned());
             }
-            CallOutcome::Looked | CallOutcome::Withheld => {}
+            CallOutcome::Looked | CallOutcome::Withheld | CallOutcome::MadeAlready { .. } => {}
         }
     }
 

@@ -42,7 +42,9 @@ pub enum WrapUp {
     SecondCycle,
     /// It rewrote a file with exactly the bytes it already held, or with
     /// the same lines and only white space at their ends changed (the
-    /// write landed as sent; see [`crate::tools::same_lines`]).
+    /// write landed as sent; see [`crate::tools::same_lines`]), or made an
+    /// edit the workspace already shows made
+    /// ([`crate::tools::Effect::MadeAlready`]: nothing written).
     Redone,
     /// The send's tool-call budget is spent: its answer ends the send as
     /// `budget_exceeded`.
@@ -69,7 +71,9 @@ impl WrapUp {
             WrapUp::Loop => format!("the model made the same tool calls {} times in a row", super::LOOP_REPEATS),
             WrapUp::Repeated => "the model asked again for tool results it already had".to_owned(),
             WrapUp::SecondCycle => "the model went round the same tool calls twice".to_owned(),
-            WrapUp::Redone => "the model rewrote a file with the lines it already held".to_owned(),
+            WrapUp::Redone => {
+                "the model rewrote a file with the lines it already held, or made an edit already made".to_owned()
+            }
             WrapUp::Budget => "the send's tool calls were spent".to_owned(),
         }
     }

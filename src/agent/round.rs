@@ -11,7 +11,8 @@
 //! whose operator's check has seen no change yet, a round that must call a
 //! tool instead, since an answer in words cannot pass the check), the cycle
 //! note (the same calls with the same results going round), the wrap-up
-//! when the model rewrote a file with the lines it already held, and the
+//! when the model rewrote a file with the lines it already held or made an
+//! edit the workspace already shows made, and the
 //! wrap-up when the tool-call budget is spent. Every decision reads
 //! [`CallOutcome`]s and call signatures, never the text of a result or a
 //! request.
@@ -83,9 +84,12 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
         cx.conv.push_note(budget::WRAP_UP);
     }
     let went_round = results.iter().filter_map(|d| cx.cycles.record(&d.signature, &d.text)).max();
+    // The file already holds what the model writes: a rewrite with its
+    // bytes or lines, or an edit the workspace shows made.
     let rewrote_same = turn.run.iter().zip(&cx.facts.last_round).any(|(call, outcome)| {
-        call.name == "write_file"
-            && matches!(outcome, CallOutcome::Unchanged { .. } | CallOutcome::Changed { relaid: true, .. })
+        (call.name == "write_file"
+            && matches!(outcome, CallOutcome::Unchanged { .. } | CallOutcome::Changed { relaid: true, .. }))
+            || matches!(outcome, CallOutcome::MadeAlready { .. })
     });
     if cx.mode == Mode::Work && looks_again {
         if cx.verifier.is_some() && !cx.facts.wrote() {

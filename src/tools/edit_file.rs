@@ -97,8 +97,16 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     let content = match read_text(ctx, &target) {
         Ok(c) => c,
         Err(e) if !target.exists() => {
-            let there = super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string);
-            return fail(format!("{shown}: {e}. {}", there.unwrap_or_else(|| ctx.nearby(&path))));
+            return match super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string) {
+                Some(there) => {
+                    let message = format!("{shown}: {e}. {}", there.text);
+                    match there.made_in {
+                        Some(made_in) => made_already(made_in, message),
+                        None => fail(message),
+                    }
+                }
+                None => fail(format!("{shown}: {e}. {}", ctx.nearby(&path))),
+            };
         }
         Err(e) => return fail(format!("{shown}: {e}")),
     };
@@ -178,11 +186,16 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
         // The file held old_string when the send first went to change it:
         // the send's own earlier call changed that part.
         if ctx.held_before(&path, &old) {
-            return fail(super::edit_made::gone_since(&shown, new.trim().is_empty()));
+            let message = super::edit_made::gone_since(&shown, new.trim().is_empty());
+            return if new.trim().is_empty() { made_already(path, message) } else { fail(message) };
         }
         // Another file holds the text as written: the model guessed the file.
         if let Some(there) = super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string) {
-            return fail(format!("{shown}: old_string not found, and nothing was written. {there}"));
+            let message = format!("{shown}: old_string not found, and nothing was written. {}", there.text);
+            return match there.made_in {
+                Some(made_in) => made_already(made_in, message),
+                None => fail(message),
+            };
         }
         let region = super::edit_match::closest_region(&content, &args.old_string);
         let hint = if region.is_empty() { near_miss(&content, &args.old_string) } else { region };
@@ -222,7 +235,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
         return Ok((text, updated, path, content));
     }
     if let Some(at) = super::edit_made::inside_new_string(&content, &starts, &old, &new) {
-        return fail(super::edit_made::made_again(&shown, line_of(&content, at)));
+        return made_already(path, super::edit_made::made_again(&shown, line_of(&content, at)));
     }
     // A one-occurrence edit that starts at an indented line's first
     // character: the continuation lines of `new_string` are read relative
@@ -257,6 +270,11 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
 /// `Err(ToolError::Failed(message))`.
 fn fail<T>(message: impl Into<String>) -> Result<T, ToolError> {
     Err(ToolError::Failed(message.into()))
+}
+
+/// `Err(ToolError::MadeAlready { path, message })`: the edit looks made in `path`.
+fn made_already<T>(path: std::path::PathBuf, message: String) -> Result<T, ToolError> {
+    Err(ToolError::MadeAlready { path, message })
 }
 
 fn read_text(ctx: &ToolContext, target: &Confined) -> Result<String, String> {

@@ -63,18 +63,29 @@ pub fn holders(
 /// when no other file holds it still to change, where this send's own
 /// earlier change made the edit already ([`made_by_send`]). `None` when
 /// neither.
-pub fn note(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) -> Option<String> {
+pub fn note(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) -> Option<Note> {
     let (found, total) = holders(&ctx.workspace, path, old_string, new_string, &|| ctx.cancel.is_cancelled());
     if found.is_empty() {
         return made_by_send(ctx, path, old_string, new_string);
     }
     let named: Vec<String> = found.iter().map(|(p, line)| format!("{} (line {line})", ctx.display(p))).collect();
     let more = if total > named.len() { format!(" and {} more files", total - named.len()) } else { String::new() };
-    Some(format!(
+    let text = format!(
         "That text is in {}{more}, not in {}; if that is the file you mean, edit it there.",
         named.join(", "),
         ctx.display(path)
-    ))
+    );
+    Some(Note { text, made_in: None })
+}
+
+/// What [`note`] tells the model, and where the edit looks made already.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// The sentence the edit's error goes on with.
+    pub text: String,
+    /// The file this send's own earlier change made the edit in
+    /// ([`made_by_send`]); `None` when the note names files still to edit.
+    pub made_in: Option<PathBuf>,
 }
 
 /// The sentence for an edit no file holds still to make, when a file
@@ -86,7 +97,7 @@ pub fn note(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) 
 /// run out (tune_2's t2_typo_no_file: four times, then `max_iterations`,
 /// the fix on disk). Facts only: the send's record of what each file held
 /// before it changed it, and the file's text now.
-fn made_by_send(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) -> Option<String> {
+fn made_by_send(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &str) -> Option<Note> {
     let (old, new) = (old_string.trim(), new_string.trim());
     if old.len() < MIN_TEXT {
         return None;
@@ -95,19 +106,21 @@ fn made_by_send(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &s
         let shown = ctx.display(&p);
         let now = ctx.read_text(&ctx.resolve(&shown).ok()?, super::read_file::MAX_FILE_BYTES).ok()?;
         let at = |needle: &str| now.find(needle).map(|i| now[..i].matches('\n').count() + 1);
-        if new.is_empty() {
-            return at(old).is_none().then(|| {
+        let text = if new.is_empty() {
+            at(old).is_none().then(|| {
                 format!(
                     "{shown} held that text before your earlier change in this request, which removed it: this \
                      deletion looks made already. Go on with the rest of the task."
                 )
-            });
-        }
-        let line = at(new)?;
-        Some(format!(
-            "{shown} held that text before your earlier change in this request and now reads new_string there \
-             (line {line}): this edit looks made already. Go on with the rest of the task."
-        ))
+            })?
+        } else {
+            let line = at(new)?;
+            format!(
+                "{shown} held that text before your earlier change in this request and now reads new_string \
+                 there (line {line}): this edit looks made already. Go on with the rest of the task."
+            )
+        };
+        Some(Note { text, made_in: Some(p) })
     })
 }
 

@@ -86,6 +86,12 @@ pub enum Effect {
     HeldBack { path: PathBuf },
     /// `bash` ran the command; its exit code (`None`: a timeout or a signal).
     Ran { exit_code: Option<i32> },
+    /// An `edit_file` whose edit the workspace already shows made, in
+    /// `path` (its `old_string` matches only inside `new_string` there, or
+    /// the send's own earlier change took `old_string` away or made the
+    /// same edit there): nothing was written; the model is told so (an
+    /// error result). The `write_file` counterpart is [`Effect::Unchanged`].
+    MadeAlready { path: PathBuf },
 }
 
 /// What a file-writing tool returns: the text for the model and its effect.
@@ -175,6 +181,10 @@ pub enum ToolError {
     /// was written; `message` shows what it would remove.
     #[error("{message}")]
     HeldBack { path: PathBuf, message: String },
+    /// The edit looks made already in `path` ([`Effect::MadeAlready`]):
+    /// nothing was written; `message` says where and why.
+    #[error("{message}")]
+    MadeAlready { path: PathBuf, message: String },
 }
 
 /// `Err(ToolError::Failed(message))`: the short form tools use.
@@ -219,6 +229,11 @@ pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &Tool
         Err(ToolError::HeldBack { path, message }) => {
             ToolOutput { text: cap_output(message, ctx.result_cap), is_error: true, effect: Effect::HeldBack { path } }
         }
+        Err(ToolError::MadeAlready { path, message }) => ToolOutput {
+            text: cap_output(message, ctx.result_cap),
+            is_error: true,
+            effect: Effect::MadeAlready { path },
+        },
         Err(e) => ToolOutput::error(cap_output(e.to_string(), ctx.result_cap)),
     }
 }

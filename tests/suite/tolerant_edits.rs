@@ -188,8 +188,8 @@ async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_
     for reply in [
         Reply::tool("edit_file", drop_legacy.clone()),
         Reply::tool("edit_file", rename_theme.clone()),
-        Reply::tool("edit_file", drop_legacy.clone()),
         Reply::tool("edit_file", rename_theme.clone()),
+        Reply::tool("edit_file", drop_legacy.clone()),
         Reply::text(&["done"]),
     ] {
         mock.push(reply);
@@ -204,15 +204,19 @@ async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_
         let msgs = reqs[i].body["messages"].as_array().unwrap();
         msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
     };
-    // The deletion again: its text was in the file before this send's own
-    // change, so the error says the deletion looks made.
+    // An edit whose text the send changed: said, and read_file named; the
+    // model may go on with tools.
     let out = tool_text(3);
-    assert!(out.starts_with("Error: settings.json: old_string not found, and nothing was written"), "{out}");
-    assert!(out.contains("this deletion looks made already"), "{out}");
-    // Another edit whose text the send changed: said, and read_file named.
-    let out = tool_text(4);
     assert!(out.contains("before your earlier change in this request, which changed that part"), "{out}");
     assert!(!out.contains("looks made already"), "{out}");
+    assert!(reqs[3].body.get("tool_choice").is_none(), "{}", reqs[3].body);
+    // The deletion again: its text was in the file before this send's own
+    // change, so the error says the deletion looks made, and the answer is
+    // asked for next, without tools (as after a rewrite with the same bytes).
+    let out = tool_text(4);
+    assert!(out.starts_with("Error: settings.json: old_string not found, and nothing was written"), "{out}");
+    assert!(out.contains("this deletion looks made already"), "{out}");
+    assert_eq!(reqs[4].body["tool_choice"], "none", "the answer is asked for");
     assert_eq!(std::fs::read_to_string(ws.join("settings.json")).unwrap(), now, "nothing written");
     // A later send did not change the file: the plain error.
     let out = call_tool(&mut w, &mock, "edit_file", drop_legacy).await;
@@ -286,7 +290,6 @@ async fn the_wrong_file_again_after_the_fix_in_the_same_send_says_where_the_edit
     for reply in [
         Reply::tool("edit_file", guess.clone()),
         Reply::tool("edit_file", fix),
-        Reply::tool("edit_file", guess.clone()),
         Reply::tool("edit_file", drop),
         Reply::tool("edit_file", drop_guess),
         Reply::text(&["Fixed the banner."]),
@@ -302,15 +305,46 @@ async fn the_wrong_file_again_after_the_fix_in_the_same_send_says_where_the_edit
         msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
     };
     assert!(tool_text(1).contains("That text is in app/banner.py (line 2), not in README.md"), "{}", tool_text(1));
-    // The same guess after the fix: the file the send changed is named, and the edit said made.
+    // A deletion made in one file, then asked of another: the file the
+    // send changed is named, the deletion said made, and the answer asked for.
+    let out = tool_text(4);
+    assert!(out.contains("app/notes.txt held that text before your earlier change in this request, which removed it: this deletion looks made already"), "{out}");
+    assert_eq!(reqs[4].body["tool_choice"], "none", "the answer is asked for");
+    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "# Ledger\n", "nothing written");
+    assert_eq!(std::fs::read_to_string(ws.join("app/notes.txt")).unwrap(), "", "the deletion landed once");
+
+    // In a new send: the fix, then the same guess: the changed file is
+    // named and the edit said made.
+    for reply in [
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "app/banner.py", "old_string": "Welcome to", "new_string": "Welcome to the"}),
+        ),
+        Reply::tool(
+            "edit_file",
+            json!({"file_path": "README.md", "old_string": "Welcome to", "new_string": "Welcome to the"}),
+        ),
+        Reply::text(&["Done."]),
+    ] {
+        mock.push(reply);
+    }
+    w.write(json!({"type":"send","id":"b","message":"Say 'Welcome to the Ledger'."})).await;
+    let (_, r) = w.result_for("b").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    let reqs = mock.requests();
+    let n = reqs.len();
+    let last_tool =
+        reqs[n - 1].body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     assert_eq!(
-        tool_text(3),
+        last_tool,
         "Error: README.md: old_string not found, and nothing was written. app/banner.py held that text before \
          your earlier change in this request and now reads new_string there (line 2): this edit looks made \
          already. Go on with the rest of the task."
     );
-    assert!(tool_text(5).contains("app/notes.txt held that text before your earlier change in this request, which removed it: this deletion looks made already"), "{}", tool_text(5));
-    assert_eq!(std::fs::read_to_string(ws.join("README.md")).unwrap(), "# Ledger\n", "nothing written");
+    assert_eq!(reqs[n - 1].body["tool_choice"], "none", "the answer is asked for");
     // Another send changed nothing yet: the plain error, nothing said made.
     let out = call_tool(&mut w, &mock, "edit_file", guess).await;
     assert!(out.starts_with("Error: README.md: old_string not found (not even ignoring whitespace)"), "{out}");
