@@ -3,12 +3,13 @@
 //!
 //! Owns: [`CallOutcome`] (what one call did: changed a file, left it as it
 //! was, was held back, found its edit made already, ran a command and how
-//! it exited, was denied, failed, or looked without changing anything) and [`Facts`] (the files this send
-//! changed with the hash of what each last write put there, the writes held
-//! back and not confirmed since, the commands run and their exit codes, the
-//! calls that failed or were denied). Fed only by [`CallOutcome`]s, which
-//! come from the tools' typed [`Effect`] and the approval gate, never from
-//! the text of a result, a request or an answer.
+//! it exited, was denied, failed, or looked without changing anything) and
+//! [`Facts`] (the files this send changed with the hash of what each last
+//! write put there, the writes held back and not confirmed since, the
+//! commands run and their exit codes, the calls that failed or were
+//! denied). Fed only by [`CallOutcome`]s, which come from the tools' typed
+//! [`Effect`] and the approval gate, never from the text of a result, a
+//! request or an answer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -12,10 +12,9 @@
 //! tool instead, since an answer in words cannot pass the check), the cycle
 //! note (the same calls with the same results going round), the wrap-up
 //! when the model rewrote a file with the lines it already held or made an
-//! edit the workspace already shows made, and the
-//! wrap-up when the tool-call budget is spent. Every decision reads
-//! [`CallOutcome`]s and call signatures, never the text of a result or a
-//! request.
+//! edit the workspace already shows made, and the wrap-up when the
+//! tool-call budget is spent. Every decision reads [`CallOutcome`]s and
+//! call signatures, never the text of a result or a request.
 
 use super::cx::SendCx;
 use super::facts::CallOutcome;

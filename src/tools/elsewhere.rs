@@ -6,10 +6,11 @@
 //! change, which file this send's own earlier change made that edit in.
 //! A small model asked to fix a line it was quoted, with no file named,
 //! edits the file it guessed (a README for a banner's typo) and, told the
-//! text is not there, reads the same file and repeats the same edit. An editor's "find in files" would show where the text
-//! is; this is that, for the model: information in the error, never an
-//! edit (nothing is written, the model chooses the file). It reads facts
-//! only, the bytes of the files, the same for every language.
+//! text is not there, reads the same file and repeats the same edit. An
+//! editor's "find in files" would show where the text is; this is that,
+//! for the model: information in the error, never an edit (nothing is
+//! written, the model chooses the file). It reads facts only, the bytes of
+//! the files, the same for every language.
 //!
 //! Bounded as [`super::references`]' walk is (files, bytes, `.gitignore`,
 //! hidden files and symlinks skipped, cancellation), and only run on an
@@ -114,6 +115,12 @@ fn made_by_send(ctx: &ToolContext, path: &Path, old_string: &str, new_string: &s
                 )
             })?
         } else {
+            // Where the file still holds old_string, that is not made
+            // (a file the search skips, a hidden one, is checked here).
+            let starts: Vec<usize> = now.match_indices(old).map(|(i, _)| i).collect();
+            if !starts.is_empty() && super::edit_made::inside_new_string(&now, &starts, old, new).is_none() {
+                return None;
+            }
             let line = at(new)?;
             format!(
                 "{shown} held that text before your earlier change in this request and now reads new_string \
@@ -147,5 +154,26 @@ mod tests {
         std::fs::write(root.join("app/banner.py"), "def banner(u):\n    return f\"Welcome to Ledger, {u}!\"\n")
             .unwrap();
         assert_eq!(holders(root, &readme, "Welcom", "Welcome", &never).1, 0);
+    }
+
+    #[test]
+    fn an_edit_is_said_made_only_where_the_changed_file_holds_no_old_string_still_to_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ctx = ToolContext::new(root.clone(), vec![], tokio_util::sync::CancellationToken::new());
+        let (readme, hidden) = (root.join("README.md"), root.join(".banner"));
+        std::fs::write(&readme, "# Ledger\n").unwrap();
+        // A hidden file (the workspace search skips it) that the send
+        // changed, made the edit once, and still holds the old text.
+        ctx.note_write(&hidden, Some("Welcom to\nWelcom to\n"));
+        std::fs::write(&hidden, "Welcome to\nWelcom to\n").unwrap();
+        assert_eq!(note(&ctx, &readme, "Welcom to", "Welcome to"), None);
+        std::fs::write(&hidden, "Welcome to\nWelcome to\n").unwrap();
+        let said = note(&ctx, &readme, "Welcom to", "Welcome to").expect("made");
+        assert_eq!(said.made_in, Some(hidden.clone()));
+        assert!(said.text.starts_with(".banner held that text before your earlier change"), "{}", said.text);
+        // A file the send did not change is never said to hold the edit.
+        let other = ToolContext::new(root.clone(), vec![], tokio_util::sync::CancellationToken::new());
+        assert_eq!(note(&other, &readme, "Welcom to", "Welcome to"), None);
     }
 }

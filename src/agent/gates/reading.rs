@@ -77,7 +77,10 @@ pub(super) async fn yes_no(cx: &mut SendCx<'_>, ask: Ask, text: &str) -> Option<
 /// ([`shown`]) and `ask.question`; no tools; at most 16 tokens held to
 /// `{"<key>": boolean}`.
 fn request(model: &str, temperature: Option<f32>, ask: Ask, text: &str) -> Value {
-    let user = |text: &str| json!({"role": "user", "content": format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, shown(text), ask.question)});
+    let user = |text: &str| {
+        let content = format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, shown(text), ask.question);
+        json!({"role": "user", "content": content})
+    };
     let mut messages = vec![json!({"role": "system", "content": ask.system})];
     for &(example, answer) in ask.examples {
         messages.push(user(example));
