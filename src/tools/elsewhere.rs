@@ -172,6 +172,13 @@ mod tests {
         let said = note(&ctx, &readme, "Welcom to", "Welcome to").expect("made");
         assert_eq!(said.made_in, Some(hidden.clone()));
         assert!(said.text.starts_with(".banner held that text before your earlier change"), "{}", said.text);
+        // The changed file swapped for a symlink out of the workspace, to a
+        // file that reads new_string: not followed, nothing said of it.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("target"), "SECRET\nWelcome to\n").unwrap();
+        std::fs::remove_file(&hidden).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("target"), &hidden).unwrap();
+        assert_eq!(note(&ctx, &readme, "Welcom to", "Welcome to"), None);
         // A file the send did not change is never said to hold the edit.
         let other = ToolContext::new(root.clone(), vec![], tokio_util::sync::CancellationToken::new());
         assert_eq!(note(&other, &readme, "Welcom to", "Welcome to"), None);
