@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::finish::{last_message, send_with};
-use super::mock::Reply;
+use super::mock::{Reply, last_tool_text};
 
 /// The `tool_start` events of `events` for tool `name`.
 fn starts<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
@@ -68,10 +68,10 @@ async fn a_rewrite_that_drops_a_function_is_held_back_once_then_lands_exactly() 
     let (_, r, mock, w) = send_with(script, &[("util.py", old)], message, json!({})).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("util.py")).unwrap(), new, "exactly as sent");
-    let held = tool_result(&mock.requests()[2].body);
+    let held = last_tool_text(&mock.requests()[2].body);
     assert!(held.starts_with("Error: not written (held back once)"), "{held}");
     assert!(held.contains("`old_helper`") && held.contains("return os.sep"), "it shows what goes: {held}");
-    assert!(tool_result(&mock.requests()[3].body).starts_with("overwrote util.py"), "the same call again lands");
+    assert!(last_tool_text(&mock.requests()[3].body).starts_with("overwrote util.py"), "the same call again lands");
     assert_eq!(r["files_changed"], json!(["util.py"]), "{r}");
 }
 
@@ -163,12 +163,6 @@ async fn a_removal_inside_a_function_keeps_the_function() {
     assert_eq!(mock.requests().len(), 3, "no extra turn");
 }
 
-/// The content of the last tool message of a request body.
-fn tool_result(body: &Value) -> String {
-    let msgs = body["messages"].as_array().unwrap();
-    msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test]
 async fn a_rewrite_that_keeps_every_line_lands_as_sent_and_asks_for_the_answer() {
     // The edit is right; the model reads the file and writes it whole
@@ -190,6 +184,6 @@ async fn a_rewrite_that_keeps_every_line_lands_as_sent_and_asks_for_the_answer()
     assert_eq!(requests[3].body["tool_choice"], "none", "the answer is asked for");
     let said = last_message(&mock, 3);
     assert!(said.contains("Stop calling tools"), "{said}");
-    let result = tool_result(&requests[3].body);
+    let result = last_tool_text(&requests[3].body);
     assert!(result.starts_with("overwrote config.go") && result.contains("the same lines as before"), "{result}");
 }

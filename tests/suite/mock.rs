@@ -91,6 +91,13 @@ impl Reply {
 /// What the mock answers pirn's summariser (compaction requests).
 pub const SUMMARY: &str = "The agent read several files for the task; nothing was changed yet.";
 
+/// The content of the last tool message of a request body (what the model
+/// read last of its calls' results).
+pub fn last_tool_text(body: &Value) -> String {
+    let msgs = body["messages"].as_array().unwrap();
+    msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
+}
+
 /// A recorded request.
 #[derive(Debug, Clone)]
 pub struct Recorded {

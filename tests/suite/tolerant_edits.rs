@@ -6,6 +6,7 @@
 
 use serde_json::json;
 
+use super::mock::last_tool_text;
 use super::tools::{call_tool, tool_worker};
 
 const BILLING: &str =
@@ -185,25 +186,19 @@ async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_
     std::fs::write(ws.join("settings.json"), settings).unwrap();
     let drop_legacy = json!({"file_path": "settings.json", "old_string": "  \"legacy\": true,\n", "new_string": ""});
     let rename_theme = json!({"file_path": "settings.json", "old_string": "\"theme\"", "new_string": "\"ui\""});
-    for reply in [
+    let script = vec![
         Reply::tool("edit_file", drop_legacy.clone()),
         Reply::tool("edit_file", rename_theme.clone()),
         Reply::tool("edit_file", rename_theme.clone()),
         Reply::tool("edit_file", drop_legacy.clone()),
         Reply::text(&["done"]),
-    ] {
-        mock.push(reply);
-    }
-    w.write(json!({"type":"send","id":"a","message":"drop legacy, rename theme"})).await;
-    let (_, r) = w.result_for("a").await;
+    ];
+    let r = scripted_send(&mut w, &mock, script, "drop legacy, rename theme").await;
     assert_eq!(r["status"], "ok", "{r}");
     let now = "{\n  \"ui\": \"dark\",\n  \"size\": 13\n}\n";
     assert_eq!(std::fs::read_to_string(ws.join("settings.json")).unwrap(), now);
     let reqs = mock.requests();
-    let tool_text = |i: usize| {
-        let msgs = reqs[i].body["messages"].as_array().unwrap();
-        msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
-    };
+    let tool_text = |i: usize| last_tool_text(&reqs[i].body);
     // An edit whose text the send changed: said, and read_file named; the
     // model may go on with tools.
     let out = tool_text(3);
@@ -287,23 +282,17 @@ async fn the_wrong_file_again_after_the_fix_in_the_same_send_says_where_the_edit
     let fix = json!({"file_path": "app/banner.py", "old_string": "Welcom to", "new_string": "Welcome to"});
     let drop = json!({"file_path": "app/notes.txt", "old_string": "old: x = 1\n", "new_string": ""});
     let drop_guess = json!({"file_path": "README.md", "old_string": "old: x = 1\n", "new_string": ""});
-    for reply in [
+    let script = vec![
         Reply::tool("edit_file", guess.clone()),
         Reply::tool("edit_file", fix),
         Reply::tool("edit_file", drop),
         Reply::tool("edit_file", drop_guess),
         Reply::text(&["Fixed the banner."]),
-    ] {
-        mock.push(reply);
-    }
-    w.write(json!({"type":"send","id":"a","message":"Fix the spelling of the welcome banner."})).await;
-    let (_, r) = w.result_for("a").await;
+    ];
+    let r = scripted_send(&mut w, &mock, script, "Fix the spelling of the welcome banner.").await;
     assert_eq!(r["status"], "ok", "{r}");
     let reqs = mock.requests();
-    let tool_text = |i: usize| {
-        let msgs = reqs[i].body["messages"].as_array().unwrap();
-        msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
-    };
+    let tool_text = |i: usize| last_tool_text(&reqs[i].body);
     assert!(tool_text(1).contains("That text is in app/banner.py (line 2), not in README.md"), "{}", tool_text(1));
     // A deletion made in one file, then asked of another: the file the
     // send changed is named, the deletion said made, and the answer asked for.
@@ -315,29 +304,17 @@ async fn the_wrong_file_again_after_the_fix_in_the_same_send_says_where_the_edit
 
     // In a new send: the fix, then the same guess: the changed file is
     // named and the edit said made.
-    for reply in [
-        Reply::tool(
-            "edit_file",
-            json!({"file_path": "app/banner.py", "old_string": "Welcome to", "new_string": "Welcome to the"}),
-        ),
-        Reply::tool(
-            "edit_file",
-            json!({"file_path": "README.md", "old_string": "Welcome to", "new_string": "Welcome to the"}),
-        ),
+    let again = |file: &str| json!({"file_path": file, "old_string": "Welcome to", "new_string": "Welcome to the"});
+    let script = vec![
+        Reply::tool("edit_file", again("app/banner.py")),
+        Reply::tool("edit_file", again("README.md")),
         Reply::text(&["Done."]),
-    ] {
-        mock.push(reply);
-    }
-    w.write(json!({"type":"send","id":"b","message":"Say 'Welcome to the Ledger'."})).await;
-    let (_, r) = w.result_for("b").await;
+    ];
+    let r = scripted_send(&mut w, &mock, script, "Say 'Welcome to the Ledger'.").await;
     assert_eq!(r["status"], "ok", "{r}");
     let reqs = mock.requests();
     let n = reqs.len();
-    let last_tool =
-        reqs[n - 1].body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap()["content"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let last_tool = last_tool_text(&reqs[n - 1].body);
     assert_eq!(
         last_tool,
         "Error: README.md: old_string not found, and nothing was written. app/banner.py held that text before \
@@ -364,4 +341,19 @@ async fn the_wrong_file_note_never_names_a_file_through_a_symlink_or_a_hidden_on
     let out = call_tool(&mut w, &mock, "edit_file", probe).await;
     assert!(out.starts_with("Error: notes.md: old_string not found (not even ignoring whitespace)"), "{out}");
     assert!(!out.contains("link") && !out.contains(".env") && !out.contains("secret"), "{out}");
+}
+
+/// One send of `message` on `w`, the mock answering it with `script`; its result.
+async fn scripted_send(
+    w: &mut super::worker::Worker,
+    mock: &super::mock::MockServer,
+    script: Vec<super::mock::Reply>,
+    message: &str,
+) -> serde_json::Value {
+    for reply in script {
+        mock.push(reply);
+    }
+    let id = format!("s{}", mock.requests().len());
+    w.write(json!({"type": "send", "id": id, "message": message})).await;
+    w.result_for(&id).await.1
 }
