@@ -69,6 +69,12 @@ pub struct Environment {
     pub request_check: Option<String>,
     /// `PIRN_WRITE_CHECK`, unparsed: the same for `config.write_check`.
     pub write_check: Option<String>,
+    /// `PIRN_PROFILE`: the operator's profile for sessions whose init
+    /// config names none (see `config::profile`).
+    pub profile: Option<String>,
+    /// `PIRN_MODEL_SETTINGS`: the user's model-settings file (else
+    /// `$PIRN_HOME/model-settings.json` when it exists).
+    pub model_settings: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -118,6 +124,8 @@ impl Environment {
             prices: var("PIRN_PRICES"),
             request_check: var("PIRN_REQUEST_CHECK"),
             write_check: var("PIRN_WRITE_CHECK"),
+            profile: var("PIRN_PROFILE"),
+            model_settings: var("PIRN_MODEL_SETTINGS").map(PathBuf::from),
         }
     }
 

@@ -54,6 +54,9 @@ pub struct AcpOptions {
     pub sandbox: Option<SandboxMode>,
     /// `--no-network`: bash may not connect or bind TCP sockets.
     pub no_network: bool,
+    /// `--profile` (else `PIRN_PROFILE`, else the model-settings table's
+    /// rule for the model, else `exact`; see `config::profile`).
+    pub profile: Option<String>,
 }
 
 /// One ACP session: the pirn session, the prompts waiting for their
@@ -96,6 +99,7 @@ impl Acp {
             sandbox_network: o.no_network.then_some(false),
             mcp_servers: Some(mcp.iter().filter_map(mcp_config).collect()).filter(|v: &Vec<_>| !v.is_empty()),
             resume_session_id: resume.map(str::to_owned),
+            profile: o.profile.clone(),
             ..InitConfig::default()
         }
     }

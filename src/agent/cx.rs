@@ -80,6 +80,12 @@ impl<'a> SendCx<'a> {
         tools.sandbox = config.sandbox.clone();
         tools.env_passthrough = config.env_passthrough.clone();
         tools.client_files = config.client_files.clone();
+        tools.help = crate::tools::WriteHelp {
+            tolerant_edits: config.profile.tolerant_edits,
+            hold_large_writes: config.profile.hold_large_writes,
+            parse_notes: config.profile.parse_check,
+            reference_notes: config.profile.reference_notes,
+        };
         if config.edit_format == crate::wire::EditFormat::Whole {
             tools.chat_file.clone_from(&config.file_block_target);
         }

@@ -62,8 +62,9 @@ pub(super) async fn call_model(
 /// reading of the request or an answer): made like a turn ([`call_model`], [`Shown::Hidden`]),
 /// its time counted as model time, its tokens charged to the send's token
 /// budget (an estimate from the body's size and the text when the server
-/// reports no usage) and its usage added to the send's and emitted as a
-/// `usage` event. Returns the call's text.
+/// reports no usage), counted among the send's side calls (never its
+/// `iterations`), and its usage added to the send's and the side calls'
+/// and emitted as a `usage` event. Returns the call's text.
 pub(super) async fn side_call(
     config: &SessionConfig,
     body: Bytes,
@@ -73,6 +74,7 @@ pub(super) async fn side_call(
     let prompt_estimate = (body.len() as u64).div_ceil(4);
     let meter = std::sync::Arc::clone(&stats.meter);
     stats.begin_model();
+    stats.side_calls.calls += 1;
     let result = call_model(config, body, emit, &meter, Shown::Hidden).await;
     stats.end_model();
     let completion = result?;
@@ -80,6 +82,7 @@ pub(super) async fn side_call(
         Some(u) => {
             meter.charge_tokens(u.total_tokens);
             stats.usage.add(&u);
+            stats.side_calls.usage.add(&u);
             emit.emit(Event::Usage(u)).await;
         }
         None => meter.charge_tokens(prompt_estimate + completion.estimated_tokens()),

@@ -104,8 +104,9 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
             cx.mode = Mode::WrapUp(WrapUp::Repeated);
             cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
         }
-    } else if cx.mode == Mode::Work && rewrote_same {
-        // The file already holds what the model writes: ask for its answer.
+    } else if cx.mode == Mode::Work && rewrote_same && cx.config.profile.early_wrap_up {
+        // The file already holds what the model writes: ask for its answer
+        // (a profile's help; a capable model may have more to do).
         cx.mode = Mode::WrapUp(WrapUp::Redone);
         cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
     } else if let Some(period) = went_round.filter(|_| cx.mode == Mode::Work) {

@@ -12,8 +12,11 @@ use crate::wire::{ToolCallMade, Usage};
 /// a model call or tool cut off by the cancel counts up to that moment).
 #[derive(Debug, Default)]
 pub struct SendStats {
-    /// Model calls made.
+    /// Turns: model calls made for the conversation (see `SendResult::iterations`).
     pub iterations: u32,
+    /// Side calls: model calls the conversation did not need (a reading, a
+    /// compaction's summary), and their usage (also in `usage`).
+    pub side_calls: crate::wire::SideCalls,
     pub tool_calls_made: Vec<ToolCallMade>,
     pub usage: Usage,
     pub model_latency: Duration,

@@ -97,7 +97,6 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
             // Asked once more without it, and never again in the session.
             tracing::info!("the provider refused response_format: {e}");
             cx.conv.budget.no_response_format = true;
-            cx.stats.iterations -= 1;
             return Step::Again;
         }
         Err(e) if cx.mode == Mode::Act && e.status() == Some(400) => {
@@ -105,7 +104,6 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
             // an ordinary turn instead (the note already says what to do).
             tracing::info!("the provider refused tool_choice required: {e}");
             cx.mode = Mode::Work;
-            cx.stats.iterations -= 1;
             return Step::Again;
         }
         Err(e) if e.is_unreadable_answer() && cx.unreadable < MAX_UNREADABLE => {

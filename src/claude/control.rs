@@ -66,6 +66,7 @@ pub fn system_init(config: &SessionConfig, setup: &Setup) -> SystemInit {
         plugins: Vec::new(),
         instruction_files: config.instruction_files.iter().map(|f| f.display().to_string()).collect(),
         pirn_version: env!("CARGO_PKG_VERSION"),
+        pirn_profile: config.profile.name.clone(),
         uuid: uuid(),
     }
 }

@@ -61,6 +61,10 @@ pub struct SystemInit {
     pub instruction_files: Vec<String>,
     /// pirn extension: pirn's own version.
     pub pirn_version: &'static str,
+    /// pirn extension: the profile in force (`exact` unless the operator's
+    /// `PIRN_PROFILE` or the model-settings table names another; see
+    /// `config::profile`).
+    pub pirn_profile: String,
     pub uuid: String,
 }
 

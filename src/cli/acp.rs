@@ -22,6 +22,11 @@ pub struct AcpArgs {
     /// Children may not use TCP (connect, bind).
     #[arg(long)]
     no_network: bool,
+    /// The help given to the model beyond exact tools: `exact`, `small`, or
+    /// a profile of the user's model settings [env: PIRN_PROFILE; default:
+    /// the model-settings table's rule for the model, else exact].
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
 }
 
 impl AcpArgs {
@@ -33,6 +38,7 @@ impl AcpArgs {
             max_iterations: self.max_iterations,
             sandbox: self.sandbox,
             no_network: self.no_network,
+            profile: self.profile,
         }
     }
 }

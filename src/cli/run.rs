@@ -62,18 +62,28 @@ pub struct RunArgs {
     /// Children may not use TCP (connect, bind).
     #[arg(long)]
     no_network: bool,
+    /// The help given to the model beyond exact tools, by name from the
+    /// model-settings table: `exact` (writes and edits land byte for byte,
+    /// no side calls) or `small` (tolerant edits, the large write held back,
+    /// parse checks, the request read by the model; for small local models),
+    /// or one of PIRN_MODEL_SETTINGS's (config `profile`) [default:
+    /// PIRN_PROFILE, else the table's rule for the model (`small` for
+    /// Qwen2.5-Coder-1.5B), else exact]. `--format text` names the one in
+    /// force on stderr.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
     /// Ask the model whether an answer that changed no file was asked for
     /// a change; if so, send it back once to act, then fail the send if
     /// still nothing changed (one short extra call, shared with
     /// --write-check; config `request_check`) [default: PIRN_REQUEST_CHECK,
-    /// else true; --request-check=false turns it off].
+    /// else the profile's: on in `small`, off in `exact`].
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     request_check: Option<bool>,
     /// Hold back every write of a send whose request the model reads as
     /// asking only for information, unless a --verify check runs (it
     /// decides what the send must do) (one short extra call, shared with
     /// --request-check; config `write_check`) [default: PIRN_WRITE_CHECK,
-    /// else true; --write-check=false turns it off].
+    /// else the profile's: on in `small`, off in `exact`].
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     write_check: Option<bool>,
     /// Ask the model whether an answer that changed no file says it
@@ -176,6 +186,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         sandbox: args.sandbox,
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),
+        profile: args.profile,
         request_check: args.request_check,
         write_check: args.write_check,
         claim_check: args.claim_check.then_some(true),
@@ -238,6 +249,9 @@ async fn run(config: InitConfig, prompt: String, options: SendOptions, format: F
             return EXIT_USAGE;
         }
     };
+    if format != Format::Jsonl {
+        eprintln!("pirn: profile {}", session.config().profile.name);
+    }
     if let Some(j) = session.journal() {
         let _ = journal.set(j.clone());
         if format != Format::Jsonl {

@@ -1,7 +1,8 @@
 //! The settings an init config may leave to the operator: each one's
 //! value when `init.config` does not name it, from the [`Environment`]
-//! (`PIRN_SANDBOX`, `PIRN_REQUEST_CHECK`, `PIRN_WRITE_CHECK`) or the
-//! protocol version, checked once when the session opens.
+//! (`PIRN_SANDBOX`, `PIRN_REQUEST_CHECK`, `PIRN_WRITE_CHECK`), the
+//! session's profile or the protocol version, checked once when the
+//! session opens.
 
 use super::ConfigError;
 use crate::environment::Environment;
@@ -33,21 +34,23 @@ pub(super) fn sandbox_of(
 }
 
 /// A check that reads through the model (`request_check`, `write_check`):
-/// the init config's setting, else the operator's `var`, else on for a
-/// 0.3.0 session and off for a 0.2.0 one (whose clients replay scripted
-/// model exchanges that never held the extra call).
+/// the init config's setting, else the operator's `var`, else the
+/// profile's switch (`by_profile`) in a 0.3.0 session, and off in a 0.2.0
+/// one (whose clients replay scripted model exchanges that never held the
+/// extra call).
 ///
 /// Errors: `var` set to something other than true/false, 1/0, on/off.
 pub(super) fn reading_check(
     config: Option<bool>,
     env: Option<&str>,
     var: &'static str,
+    by_profile: bool,
     version: ProtocolVersion,
 ) -> Result<bool, ConfigError> {
     if let Some(on) = config {
         return Ok(on);
     }
-    let Some(value) = env else { return Ok(version >= ProtocolVersion::V0_3) };
+    let Some(value) = env else { return Ok(by_profile && version >= ProtocolVersion::V0_3) };
     match value.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "on" => Ok(true),
         "false" | "0" | "off" => Ok(false),

@@ -49,4 +49,8 @@ pub enum ConfigError {
         "config.edit_format is \"whole\" but write_file is not among the enabled tools (the model could change nothing)"
     )]
     WholeWithoutWrite,
+    #[error("model settings {}: {message}", path.display())]
+    ModelSettings { path: PathBuf, message: String },
+    #[error("profile {name:?} is not in the model-settings table (it has: {})", known.join(", "))]
+    UnknownProfile { name: String, known: Vec<String> },
 }

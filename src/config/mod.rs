@@ -19,8 +19,10 @@ use serde_json::Value;
 
 mod defaults;
 mod error;
+pub mod profile;
 
 pub use error::ConfigError;
+pub use profile::Profile;
 
 use defaults::{reading_check, sandbox_of};
 
@@ -108,6 +110,9 @@ pub struct SessionConfig {
     /// Show the model the workspace's files at the first send
     /// (`config.workspace_listing`, see [`crate::context::workspace`]).
     pub workspace_listing: bool,
+    /// The help given to the model beyond exact tools (`config.profile`,
+    /// `PIRN_PROFILE`, the model-settings table; see [`profile`]).
+    pub profile: Profile,
     /// The fact gates of a final answer: a write held back and not
     /// confirmed, a file the send broke (`config.answer_checks`, see
     /// `agent::gates`).
@@ -250,9 +255,22 @@ impl SessionConfig {
         if config.max_cost_usd.is_some_and(|m| !m.is_finite() || m <= 0.0) {
             return Err(ConfigError::CostBudget);
         }
-        let request_check =
-            reading_check(config.request_check, env.request_check.as_deref(), "PIRN_REQUEST_CHECK", version)?;
-        let write_check = reading_check(config.write_check, env.write_check.as_deref(), "PIRN_WRITE_CHECK", version)?;
+        let profile = profile::choose(config.profile.as_deref(), env, &config.model)?;
+        let request_check = reading_check(
+            config.request_check,
+            env.request_check.as_deref(),
+            "PIRN_REQUEST_CHECK",
+            profile.request_check,
+            version,
+        )?;
+        let write_check = reading_check(
+            config.write_check,
+            env.write_check.as_deref(),
+            "PIRN_WRITE_CHECK",
+            profile.write_check,
+            version,
+        )?;
+        let claim_check = config.claim_check.unwrap_or(profile.claim_check && version >= ProtocolVersion::V0_3);
         let endpoint = Endpoint::for_session(env, config.idle_timeout_ms, &workspace)?;
         let session_id = uuid::Uuid::new_v4().to_string();
         let instructions = if config.instruction_files.unwrap_or(version >= ProtocolVersion::V0_3) {
@@ -313,7 +331,8 @@ impl SessionConfig {
             answer_checks: config.answer_checks.unwrap_or(true),
             request_check,
             write_check,
-            claim_check: config.claim_check.unwrap_or(false),
+            claim_check,
+            profile,
             file_blocks,
             file_block_target,
             edit_format,

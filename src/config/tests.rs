@@ -35,15 +35,23 @@ fn config_errors_say_what_is_wrong() {
 }
 
 #[test]
-fn the_model_reading_checks_follow_the_config_then_the_operator_then_the_version() {
+fn the_model_reading_checks_follow_the_config_then_the_operator_then_the_profile_and_version() {
     let base = InitConfig { model: "m".into(), ..InitConfig::default() };
     let open = |config: &InitConfig, pairs: &[(&str, &str)], version| {
         SessionConfig::new(config, &env(pairs), Limits::default(), version).map(|c| (c.request_check, c.write_check))
     };
-    assert_eq!(open(&base, &[], ProtocolVersion::V0_3).unwrap(), (true, true));
+    // The default profile makes no side call; the small one reads the
+    // request, in 0.3.0 only.
+    assert_eq!(open(&base, &[], ProtocolVersion::V0_3).unwrap(), (false, false));
+    let small = InitConfig { profile: Some("small".into()), ..base.clone() };
+    assert_eq!(open(&small, &[], ProtocolVersion::V0_3).unwrap(), (true, true));
+    assert_eq!(open(&small, &[], ProtocolVersion::V0_2).unwrap(), (false, false));
+    let measured = InitConfig { model: "qwen2.5-coder-1.5b-instruct".into(), ..base.clone() };
+    assert_eq!(open(&measured, &[], ProtocolVersion::V0_3).unwrap(), (true, true), "the table's rule");
+    assert_eq!(open(&base, &[("PIRN_PROFILE", "small")], ProtocolVersion::V0_3).unwrap(), (true, true));
     assert_eq!(open(&base, &[], ProtocolVersion::V0_2).unwrap(), (false, false));
     let off = [("PIRN_REQUEST_CHECK", "0"), ("PIRN_WRITE_CHECK", " Off ")];
-    assert_eq!(open(&base, &off, ProtocolVersion::V0_3).unwrap(), (false, false));
+    assert_eq!(open(&small, &off, ProtocolVersion::V0_3).unwrap(), (false, false), "the operator's switch wins");
     assert_eq!(open(&base, &[("PIRN_WRITE_CHECK", "true")], ProtocolVersion::V0_2).unwrap(), (false, true));
     let set = InitConfig { request_check: Some(true), write_check: Some(false), ..base.clone() };
     assert_eq!(open(&set, &off, ProtocolVersion::V0_2).unwrap(), (true, false), "the config wins");

@@ -168,6 +168,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         verification: stats.verification.take(),
         structured_output: stats.structured_output.take(),
         durable: None,
+        side_calls: Some(std::mem::take(&mut stats.side_calls)).filter(|s| s.calls > 0),
         session_cost_usd,
         files_changed: Some(std::mem::take(&mut stats.files_changed)),
         calls_completed: stats.calls_completed,

@@ -46,6 +46,25 @@ pub struct ToolContext {
     /// (the model was shown only this one; on the Exercism tune sample it
     /// otherwise rewrote the test files it was never shown).
     pub chat_file: Option<String>,
+    /// The help the file tools give beyond exact edits and writes (a
+    /// profile's switches); all off by default.
+    pub help: WriteHelp,
+}
+
+/// What the file tools do beyond exact edits and writes, for models that
+/// need it (the switches of a profile, see `config::profile`). All off by
+/// default: an edit replaces exactly `old_string` or fails, a write lands
+/// as sent, and a result says only what the call did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteHelp {
+    /// `edit_file`'s tolerant tiers (see `edit_tolerant`).
+    pub tolerant_edits: bool,
+    /// A rewrite that removes most of a file is held back once (`write_file`).
+    pub hold_large_writes: bool,
+    /// A written file that no longer parses is named in the result ([`syntax::after_write`]).
+    pub parse_notes: bool,
+    /// Uses of a renamed or removed name are listed in the result (`references::still_used`).
+    pub reference_notes: bool,
 }
 
 /// A file as it was before a send's first `write_file` or `edit_file` call on it.
@@ -76,6 +95,7 @@ impl ToolContext {
             written: Default::default(),
             client_files: None,
             chat_file: None,
+            help: WriteHelp::default(),
         }
     }
 

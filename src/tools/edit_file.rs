@@ -1,25 +1,29 @@
-//! `edit_file {file_path, old_string, new_string, replace_all?}`: string
-//! replacement that tolerates a small model's copying.
+//! `edit_file {file_path, old_string, new_string, replace_all?}`: exact
+//! string replacement, as Claude Code's `Edit` and Codex's `apply_patch`
+//! do it.
 //!
-//! Owns: the match tiers, each requiring a unique match (unless
-//! `replace_all`, exact only): exact; lines equal once trimmed (re-indented);
-//! equal once all whitespace is ignored (only the changed part is spliced in,
-//! see [`super::edit_match`]); the same lines with a few file lines left out
-//! of `old_string`; then an error saying the send's own earlier write took
-//! `old_string` away, or quoting the closest region. Also: keeping the
-//! file's line endings (CRLF files get CRLF replacements), the atomic
-//! write, and the excerpt that shows the model what changed.
+//! Owns: finding `old_string` (it must occur exactly once, or
+//! `replace_all`), replacing exactly that text with exactly `new_string`
+//! (nothing re-indented, nothing outside the match touched), the one
+//! tolerance of the default (a CRLF file edited with LF text is matched
+//! and written with CRLF, and the result says so), the errors that help
+//! the model when the text is missing (lines that hold it apart from
+//! indentation, `new_string` already there, the closest region) or occurs
+//! several times (how many, on which lines), the atomic write, and the
+//! excerpt that shows the model what changed. A profile with
+//! `tolerant_edits` adds a small model's help ([`super::edit_tolerant`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::confine::Confined;
+use super::edit_tolerant::Edit;
 use super::read_file::MAX_FILE_BYTES;
 use super::{Done, Effect, ToolContext, ToolError};
 
 /// Characters `new_string` needs (trimmed) before an edit whose
 /// `old_string` is missing and whose `new_string` is present counts as made.
-const MIN_ALREADY_CHARS: usize = 8;
+pub(super) const MIN_ALREADY_CHARS: usize = 8;
 
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -35,16 +39,15 @@ pub struct Args {
     pub replace_all: bool,
 }
 
-/// What the model is told the tool does. It still asks for an exact copy:
-/// the tolerant tiers are a safety net, and the prompt the demo model is
-/// checked with in CI stays the one it passes with.
+/// What the model is told the tool does (the same under every profile).
 pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string must match exactly (including whitespace) and be unique unless replace_all is true.";
 
 /// Applies the edit. Errors (to the model): empty or identical strings, no
-/// match (with the closest line), several matches without `replace_all`
-/// (with their lines), binary or unreadable files. A rename's result ends
-/// with the uses of the old name left in the workspace
-/// ([`super::references`]).
+/// match (with the nearest text), several matches without `replace_all`
+/// (how many, on which lines), binary or unreadable files. With the
+/// profile's notes on, a rename's result ends with the uses of the old name
+/// left in the workspace ([`super::references`]) and a file that no longer
+/// parses is named ([`super::syntax::after_write`]).
 pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
     let file_path = args.file_path.clone();
@@ -73,11 +76,17 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
 
 /// What a successful edit returns: the text for the model, the file's new
 /// content, its path, and its content before.
-type Applied = (String, String, std::path::PathBuf, String);
+pub(super) type Applied = (String, String, std::path::PathBuf, String);
 
 /// Writes `updated` over the file that held `before`; when they are the
 /// same bytes (a tolerant tier made the edit a no-op) nothing is written.
-fn write(ctx: &ToolContext, target: &Confined, before: &str, updated: &str, shown: &str) -> Result<(), ToolError> {
+pub(super) fn write(
+    ctx: &ToolContext,
+    target: &Confined,
+    before: &str,
+    updated: &str,
+    shown: &str,
+) -> Result<(), ToolError> {
     if updated == before {
         return Ok(());
     }
@@ -94,10 +103,12 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     if args.old_string == args.new_string {
         return fail("old_string and new_string are identical; nothing to change");
     }
+    let tolerant = ctx.help.tolerant_edits;
     let content = match read_text(ctx, &target) {
         Ok(c) => c,
         Err(e) if !target.exists() => {
-            return match super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string) {
+            let elsewhere = tolerant.then(|| super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string));
+            return match elsewhere.flatten() {
                 Some(there) => {
                     let message = format!("{shown}: {e}. {}", there.text);
                     match there.made_in {
@@ -112,152 +123,55 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     };
     ctx.mark_read(&path);
     ctx.note_write(&path, Some(&content));
-    let crlf = content.contains("\r\n");
-    let (old, new) = if crlf && !args.old_string.contains("\r\n") {
-        (args.old_string.replace('\n', "\r\n"), args.new_string.replace('\n', "\r\n"))
-    } else {
-        (args.old_string.clone(), args.new_string.clone())
-    };
-    let starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
+    // A file with CRLF line endings and an edit written with LF ones: the
+    // edit is looked for, and written, with CRLF (the result says so); in
+    // a file of mixed endings where only the LF text occurs, as sent.
+    let file_crlf = content.contains("\r\n");
+    let sent_lf = !args.old_string.contains("\r\n") && !args.new_string.contains("\r\n");
+    let multi_line = args.old_string.contains('\n') || args.new_string.contains('\n');
+    let mut crlf = file_crlf && sent_lf && multi_line;
+    let (mut old, mut new) = (args.old_string.clone(), args.new_string.clone());
+    if crlf {
+        (old, new) = (old.replace('\n', "\r\n"), new.replace('\n', "\r\n"));
+    }
+    let mut starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
+    if crlf && starts.is_empty() && content.contains(&args.old_string) {
+        crlf = false;
+        (old, new) = (args.old_string.clone(), args.new_string.clone());
+        starts = content.match_indices(&old).map(|(i, _)| i).collect();
+    }
+    let edit = Edit { target: &target, shown: &shown, content: &content, crlf: file_crlf, old: &old, new: &new };
     if starts.is_empty() {
-        // The edit looks made already (a small model repeats its last call):
-        // nothing is written, and the error says where new_string stands.
-        let made = content.find(new.trim()).or_else(|| match &loose_matches(&content, &args.new_string)[..] {
-            [(from, _, _)] if loose_matches(&content, &args.old_string).is_empty() => Some(*from),
-            _ => None,
-        });
-        if let Some(at) = made.filter(|_| new.trim().len() >= MIN_ALREADY_CHARS) {
-            return Err(ToolError::Failed(format!(
-                "{shown}: old_string not found, and nothing was written; new_string is already in the file (at \
-                 line {}), so this edit looks made already. Go on with the rest of the task.",
-                line_of(&content, at)
-            )));
-        }
-        // Same lines but for indentation and trailing spaces: edit them, re-indented.
-        if let [(from, to, indent)] = &loose_matches(&content, &args.old_string)[..] {
-            let (from, to) = (*from, *to);
-            let eol = if crlf { "\r\n" } else { "\n" };
-            let replacement = reindent(&args.new_string, indent, &args.old_string, eol);
-            let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
-            write(ctx, &target, &content, &updated, &shown)?;
-            let first_line = line_of(&content, from);
-            let text = format!(
-                "edited {shown}: old_string matched lines {first_line}-{} only when ignoring indentation and \
-                 trailing spaces; replaced them, re-indented. Lines around the change:\n{}",
-                first_line + args.old_string.trim_matches('\n').lines().count() - 1,
-                excerpt(&updated, first_line, replacement.lines().count())
-            );
-            return Ok((text, updated, path, content));
-        }
-        // The same text in another layout (squeezed onto one line, re-wrapped):
-        // only the part that differs from new_string is replaced.
-        if let Some(splice) = super::edit_match::squeezed(&content, &old, &new) {
-            let updated = format!("{}{}{}", &content[..splice.from], splice.replacement, &content[splice.to..]);
-            write(ctx, &target, &content, &updated, &shown)?;
-            let (first, last) = splice.lines;
-            let changed = &content[splice.from..splice.to];
-            let text = format!(
-                "edited {shown}: old_string matched lines {first}-{last} only when ignoring whitespace, line \
-                 breaks and quotes; replaced {changed:?} with {:?} there and kept the file's layout. Lines around the change:\n{}",
-                splice.replacement,
-                excerpt(&updated, first, last - first + 1)
-            );
-            return Ok((text, updated, path, content));
-        }
-        // The same lines with a few of the file's left out (a docstring, a
-        // comment): the lines that differ from new_string change in place.
-        if let Some(g) = super::edit_match::gapped(&content, &args.old_string, &args.new_string) {
-            write(ctx, &target, &content, &g.updated, &shown)?;
-            let (first, last) = g.lines;
-            let skipped: Vec<String> = g.skipped.iter().map(usize::to_string).collect();
-            let left_out = if skipped.is_empty() {
-                "blank lines".to_owned()
-            } else {
-                format!("line{} {}", if skipped.len() == 1 { "" } else { "s" }, skipped.join(", "))
-            };
-            let span = (last + g.updated.lines().count()).saturating_sub(content.lines().count());
-            let text = format!(
-                "edited {shown}: old_string matched lines {first}-{last} with {left_out} left out of it (kept as \
-                 they are); changed the lines that differ in new_string. Lines around the change:\n{}",
-                excerpt(&g.updated, first, span.saturating_sub(first) + 1)
-            );
-            return Ok((text, g.updated, path, content));
-        }
-        // The file held old_string when the send first went to change it:
-        // the send's own earlier call changed that part.
-        if ctx.held_before(&path, &old) {
-            let message = super::edit_made::gone_since(&shown, new.trim().is_empty());
-            return if new.trim().is_empty() { made_already(path, message) } else { fail(message) };
-        }
-        // Another file holds the text as written: the model guessed the file.
-        if let Some(there) = super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string) {
-            let message = format!("{shown}: old_string not found, and nothing was written. {}", there.text);
-            return match there.made_in {
-                Some(made_in) => made_already(made_in, message),
-                None => fail(message),
-            };
-        }
-        let region = super::edit_match::closest_region(&content, &args.old_string);
-        let hint = if region.is_empty() { near_miss(&content, &args.old_string) } else { region };
-        return fail(format!(
-            "{shown}: old_string not found (not even ignoring whitespace). {}\nCopy old_string exactly from the \
-             file (a shorter old_string, one or two whole lines, is safer).",
-            hint.trim_end()
-        ));
+        return if tolerant { super::edit_tolerant::miss(ctx, &args, &edit) } else { exact_miss(ctx, &args, &edit) };
     }
     if starts.len() > 1 && !args.replace_all {
-        return fail(super::edit_many::answer(&shown, &content, &starts, &old, &new));
+        return fail(if tolerant {
+            super::edit_many::answer(&shown, &content, &starts, &old, &new)
+        } else {
+            several(&shown, &content, &starts)
+        });
     }
-    // new_string runs on with lines the file has right after (or before)
-    // the match: they are replaced, not written twice.
-    if let [start] = starts[..]
-        && !args.replace_all
-        && let Some(w) = super::edit_overlap::widen(&content, start, start + old.len(), &old, &new)
-    {
-        let mut new = new.clone();
-        if w.after > 0 && new.ends_with('\n') && content[w.to..].starts_with(['\n', '\r']) {
-            new.pop();
+    if tolerant {
+        if let [start] = starts[..]
+            && !args.replace_all
+        {
+            let mut widened = new.clone();
+            if let Some(decided) = super::edit_tolerant::single(ctx, &edit, start, &mut widened) {
+                return decided;
+            }
+            new = widened;
+        } else if let Some(at) = super::edit_made::inside_new_string(&content, &starts, &old, &new) {
+            return made_already(path, super::edit_made::made_again(&shown, line_of(&content, at)));
         }
-        let updated = format!("{}{new}{}", &content[..w.from], &content[w.to..]);
-        write(ctx, &target, &content, &updated, &shown)?;
-        let first_line = line_of(&updated, w.from);
-        let lines = |n: usize| if n == 1 { "1 line".to_owned() } else { format!("{n} lines") };
-        let taken = match (w.before, w.after) {
-            (0, a) => format!("{} the file already had after old_string", lines(a)),
-            (b, 0) => format!("{} the file already had before old_string", lines(b)),
-            (b, a) => format!("{} before and {} after old_string that the file already had", lines(b), lines(a)),
-        };
-        let text = format!(
-            "edited {shown}: new_string also held {taken}, so those were replaced too (not written twice). Lines \
-             around the change:\n{}",
-            excerpt(&updated, first_line, new.matches('\n').count() + 1)
-        );
-        return Ok((text, updated, path, content));
     }
-    if let Some(at) = super::edit_made::inside_new_string(&content, &starts, &old, &new) {
-        return made_already(path, super::edit_made::made_again(&shown, line_of(&content, at)));
-    }
-    // A one-occurrence edit that starts at an indented line's first
-    // character: the continuation lines of `new_string` are read relative
-    // to that column and get the line's indentation.
-    let line_start = content[..starts[0]].rfind('\n').map_or(0, |i| i + 1);
-    let indent = &content[line_start..starts[0]];
-    let new = if !args.replace_all && !indent.is_empty() && indent.trim().is_empty() && new.contains('\n') {
-        let mut lines = new.split('\n');
-        let first = lines.next().unwrap_or("").to_owned();
-        lines.fold(first, |acc, l| {
-            let l2 = if l.trim().is_empty() { l.to_owned() } else { format!("{indent}{l}") };
-            format!("{acc}\n{l2}")
-        })
-    } else {
-        new
-    };
     let updated = if args.replace_all { content.replace(&old, &new) } else { content.replacen(&old, &new, 1) };
     write(ctx, &target, &content, &updated, &shown)?;
     let first_line = line_of(&content, starts[0]);
     let new_lines = new.matches('\n').count() + 1;
+    let endings =
+        if crlf { " old_string was matched, and new_string written, with the file's CRLF line endings." } else { "" };
     let text = format!(
-        "edited {shown}: replaced {} occurrence{} ({} → {} bytes). Lines around the first change:\n{}",
+        "edited {shown}: replaced {} occurrence{} ({} → {} bytes).{endings} Lines around the first change:\n{}",
         starts.len(),
         if starts.len() == 1 { "" } else { "s" },
         content.len(),
@@ -267,13 +181,64 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     Ok((text, updated, path, content))
 }
 
+/// The error for an `old_string` the file does not hold exactly (no
+/// profile's tolerance): nothing is written, and the model is told where
+/// the nearest text is: lines that hold it apart from indentation or
+/// trailing white space, `new_string` already in the file, this send's own
+/// earlier change of that part, or the closest region.
+fn exact_miss(ctx: &ToolContext, args: &Args, e: &Edit<'_>) -> Result<Applied, ToolError> {
+    let (content, shown) = (e.content, e.shown);
+    let loose = super::edit_tolerant::loose_matches(content, &args.old_string);
+    let hint = if let [(from, to, _)] = &loose[..] {
+        let (first, last) = (line_of(content, *from), line_of(content, *to));
+        format!(
+            "Lines {first}-{last} hold the same text apart from indentation or trailing white space:\n{}Copy \
+             old_string from them exactly as the file has them, and give new_string the indentation the file \
+             should get.",
+            excerpt(content, first, last - first + 1)
+        )
+    } else if loose.len() > 1 {
+        let lines: Vec<String> = loose.iter().take(20).map(|(f, _, _)| line_of(content, *f).to_string()).collect();
+        format!(
+            "The same text apart from indentation is at {} places (lines {}): copy old_string exactly, with \
+             enough of the lines around it to pick one.",
+            loose.len(),
+            lines.join(", ")
+        )
+    } else if let Some(at) = content.find(e.new.trim()).filter(|_| e.new.trim().len() >= MIN_ALREADY_CHARS) {
+        format!("new_string is already in the file at line {}: the edit may be made already.", line_of(content, at))
+    } else if ctx.held_before(e.target.path(), e.old) {
+        "It was in the file before this request's earlier change, which changed that part. Read the file to \
+         see it as it is now."
+            .to_owned()
+    } else {
+        let region = super::edit_match::closest_region(content, &args.old_string);
+        if region.is_empty() { near_miss(content, &args.old_string) } else { region }
+    };
+    fail(format!("{shown}: old_string was not found in the file, so nothing was changed. {}", hint.trim_end()))
+}
+
+/// The error for an `old_string` found more than once without
+/// `replace_all` (no profile's tolerance): how many, and on which lines.
+fn several(shown: &str, content: &str, starts: &[usize]) -> String {
+    let lines: Vec<String> = starts.iter().take(20).map(|&i| line_of(content, i).to_string()).collect();
+    let more = if starts.len() > lines.len() { ", …" } else { "" };
+    format!(
+        "{shown}: old_string occurs {} times (lines {}{more}), so nothing was changed. Include more of the \
+         surrounding lines in old_string so that it occurs once, or set replace_all to true to change every \
+         occurrence.",
+        starts.len(),
+        lines.join(", ")
+    )
+}
+
 /// `Err(ToolError::Failed(message))`.
-fn fail<T>(message: impl Into<String>) -> Result<T, ToolError> {
+pub(super) fn fail<T>(message: impl Into<String>) -> Result<T, ToolError> {
     Err(ToolError::Failed(message.into()))
 }
 
 /// `Err(ToolError::MadeAlready { path, message })`: the edit looks made in `path`.
-fn made_already<T>(path: std::path::PathBuf, message: String) -> Result<T, ToolError> {
+pub(super) fn made_already<T>(path: std::path::PathBuf, message: String) -> Result<T, ToolError> {
     Err(ToolError::MadeAlready { path, message })
 }
 
@@ -287,59 +252,13 @@ fn read_text(ctx: &ToolContext, target: &Confined) -> Result<String, String> {
     })
 }
 
-/// Regions of `content` whose lines equal the lines of `old` once each
-/// side is trimmed (indentation and trailing spaces ignored; blank lines
-/// around `old` dropped): `(start, end, indentation of the first line)`,
-/// byte offsets of whole lines without the last line ending.
-fn loose_matches(content: &str, old: &str) -> Vec<(usize, usize, String)> {
-    let wanted: Vec<&str> = old.trim_matches(|c| c == '\n' || c == '\r').lines().map(str::trim).collect();
-    if wanted.is_empty() || wanted.iter().all(|l| l.is_empty()) {
-        return Vec::new();
-    }
-    let mut lines = Vec::new(); // (start, end without line ending)
-    let mut at = 0;
-    for line in content.split_inclusive('\n') {
-        let body = line.trim_end_matches(['\n', '\r']);
-        lines.push((at, at + body.len()));
-        at += line.len();
-    }
-    let text = |i: usize| &content[lines[i].0..lines[i].1];
-    let mut found = Vec::new();
-    for i in 0..lines.len().saturating_sub(wanted.len() - 1) {
-        if (0..wanted.len()).all(|j| text(i + j).trim() == wanted[j]) {
-            let indent: String = text(i).chars().take_while(|c| c.is_whitespace()).collect();
-            found.push((lines[i].0, lines[i + wanted.len() - 1].1, indent));
-        }
-    }
-    found
-}
-
-/// `new` with the indentation of `old`'s first line replaced by `indent`,
-/// lines joined with `eol`.
-fn reindent(new: &str, indent: &str, old: &str, eol: &str) -> String {
-    let first_old = old.trim_matches(|c| c == '\n' || c == '\r').lines().next().unwrap_or("");
-    let old_indent: String = first_old.chars().take_while(|c| c.is_whitespace()).collect();
-    new.trim_matches(|c| c == '\n' || c == '\r')
-        .lines()
-        .map(|l| {
-            let l = l.trim_end_matches('\r');
-            if l.trim().is_empty() {
-                String::new()
-            } else {
-                format!("{indent}{}", l.strip_prefix(old_indent.as_str()).unwrap_or(l.trim_start()))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(eol)
-}
-
 /// 1-based line number of byte offset `at`.
-fn line_of(content: &str, at: usize) -> usize {
+pub(super) fn line_of(content: &str, at: usize) -> usize {
     content.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1
 }
 
 /// Lines `first-2 ..= first+count+1`, numbered.
-fn excerpt(content: &str, first: usize, count: usize) -> String {
+pub(super) fn excerpt(content: &str, first: usize, count: usize) -> String {
     let from = first.saturating_sub(2).max(1);
     let to = first + count + 1;
     content
@@ -352,7 +271,7 @@ fn excerpt(content: &str, first: usize, count: usize) -> String {
 }
 
 /// Names the file line closest to the first line of `old`.
-fn near_miss(content: &str, old: &str) -> String {
+pub(super) fn near_miss(content: &str, old: &str) -> String {
     let Some(needle) = old.lines().map(str::trim).find(|l| !l.is_empty()) else {
         return "old_string has only whitespace".to_owned();
     };
@@ -392,18 +311,62 @@ fn near_miss(content: &str, old: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `file` holding `content` edited with `(old, new, replace_all)` in a
+    /// context with `help`: the result (text or error) and the bytes after.
+    fn edit(content: &str, old: &str, new: &str, all: bool, help: super::super::WriteHelp) -> (String, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("f"), content).unwrap();
+        let mut ctx = ToolContext::new(root.clone(), vec![], Default::default());
+        ctx.help = help;
+        let args = Args { file_path: "f".into(), old_string: old.into(), new_string: new.into(), replace_all: all };
+        let said = match run(args, &ctx) {
+            Ok(done) => done.text,
+            Err(ToolError::Failed(m)) => format!("ERROR {m}"),
+            Err(e) => format!("ERROR {e:?}"),
+        };
+        (said, std::fs::read_to_string(root.join("f")).unwrap())
+    }
+
     #[test]
-    fn indentation_differences_are_tolerated_and_reindented() {
-        let content = "def f(values):\n    total = sum(values)\n    return total / len(values)\n";
-        let old = "total = sum(values)\nreturn total / len(values)";
-        let [(from, to, indent)] = &loose_matches(content, old)[..] else { panic!("one match") };
-        assert_eq!(indent, "    ");
-        let new = "if not values:\n    return 0.0\ntotal = sum(values)\nreturn total / len(values)";
-        let out = format!("{}{}{}", &content[..*from], reindent(new, indent, old, "\n"), &content[*to..]);
-        assert_eq!(
-            out,
-            "def f(values):\n    if not values:\n        return 0.0\n    total = sum(values)\n    return total / len(values)\n"
-        );
-        assert!(loose_matches("a\nb\na\nb\n", "a\nb").len() == 2, "ambiguous: no loose edit");
+    fn an_exact_edit_lands_exactly_as_sent_and_the_small_profile_reindents() {
+        let py = "def div(x, y):\n    return x / y\n";
+        let new = "if y == 0:\n        return 0\n    return x / y";
+        let (said, after) = edit(py, "return x / y", new, false, Default::default());
+        assert_eq!(after, "def div(x, y):\n    if y == 0:\n        return 0\n    return x / y\n", "{said}");
+        let yaml = "services:\n  web:\n    image: nginx\n";
+        let (_, after) =
+            edit(yaml, "image: nginx", "image: nginx\n    ports:\n      - 80:80", false, Default::default());
+        assert_eq!(after, "services:\n  web:\n    image: nginx\n    ports:\n      - 80:80\n");
+        let small = super::super::WriteHelp { tolerant_edits: true, ..Default::default() };
+        let (_, after) = edit(py, "return x / y", "if y == 0:\n    return 0\nreturn x / y", false, small);
+        assert_eq!(after, "def div(x, y):\n    if y == 0:\n        return 0\n    return x / y\n", "relative lines");
+    }
+
+    #[test]
+    fn a_missing_or_repeated_old_string_fails_saying_where_and_writes_nothing() {
+        let py = "def f():\n    total = 1\n    return total\n";
+        let (said, after) = edit(py, "total = 1\nreturn total", "total = 2\nreturn total", false, Default::default());
+        assert_eq!(after, py);
+        assert!(said.starts_with("ERROR") && said.contains("Lines 2-3") && said.contains("indentation"), "{said}");
+        let twice = "a = 1\nb = 1\n";
+        let (said, after) = edit(twice, "= 1", "= 2", false, Default::default());
+        assert_eq!(after, twice);
+        assert!(said.contains("occurs 2 times (lines 1, 2)") && said.contains("replace_all"), "{said}");
+        let (_, after) = edit(twice, "= 1", "= 2", true, Default::default());
+        assert_eq!(after, "a = 2\nb = 2\n");
+    }
+
+    #[test]
+    fn lf_text_in_a_crlf_file_is_matched_with_crlf_and_the_result_says_so() {
+        let crlf = "one\r\ntwo\r\nthree\r\n";
+        let (said, after) = edit(crlf, "one\ntwo", "one\n2\ntwo", false, Default::default());
+        assert_eq!(after, "one\r\n2\r\ntwo\r\nthree\r\n");
+        assert!(said.contains("CRLF"), "{said}");
+        // Mixed endings where the LF text occurs as sent: written as sent.
+        let mixed = "a\r\nb\nc\n";
+        let (said, after) = edit(mixed, "b\nc", "b\nC", false, Default::default());
+        assert_eq!(after, "a\r\nb\nC\n");
+        assert!(!said.contains("CRLF"), "{said}");
     }
 }

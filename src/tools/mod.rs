@@ -22,6 +22,7 @@ pub mod edit_made;
 pub mod edit_many;
 pub mod edit_match;
 pub mod edit_overlap;
+mod edit_tolerant;
 pub mod elsewhere;
 pub mod file_blocks;
 pub mod glob;
@@ -36,7 +37,7 @@ pub mod write_file;
 
 use std::path::PathBuf;
 
-pub use context::ToolContext;
+pub use context::{ToolContext, WriteHelp};
 use serde::de::DeserializeOwned;
 pub use spec::{schema_of, specs};
 

@@ -249,9 +249,10 @@ fn read_no_follow(path: &Path) -> Option<String> {
 }
 
 /// The note naming where `names` are still used in the workspace (the
-/// edited file included), or `None` when they are not.
+/// edited file included), or `None` when they are not or the profile asks
+/// for no such notes ([`super::WriteHelp::reference_notes`]).
 pub fn still_used(ctx: &ToolContext, names: &[String], why: Why) -> Option<String> {
-    if names.is_empty() {
+    if names.is_empty() || !ctx.help.reference_notes {
         return None;
     }
     let (found, total) = find_uses(&ctx.workspace, names, MAX_USES, &|| ctx.cancel.is_cancelled());

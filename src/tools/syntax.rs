@@ -47,8 +47,12 @@ pub fn problem(path: &Path, content: &str) -> Option<String> {
 }
 
 /// [`warning`] for the file a tool just wrote, read back through the
-/// workspace confinement; empty when there is nothing to say.
+/// workspace confinement; empty when there is nothing to say, or when the
+/// profile asks for no parse notes ([`super::WriteHelp::parse_notes`]).
 pub fn after_write(ctx: &super::ToolContext, file_path: &str) -> String {
+    if !ctx.help.parse_notes {
+        return String::new();
+    }
     let Ok(target) = ctx.resolve(file_path) else { return String::new() };
     let Ok(content) = ctx.read_text(&target, MAX_BYTES as u64 + 1) else { return String::new() };
     warning(target.path(), &ctx.display(target.path()), &content).unwrap_or_default()

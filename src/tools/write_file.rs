@@ -3,10 +3,10 @@
 //! Owns: parent-directory creation, the temp-file-and-rename write (same
 //! directory, so the rename is atomic), keeping an existing file's
 //! permissions, and two guards against a model destroying a file by
-//! mistake: an existing file must have been read first, and a rewrite that
-//! would remove most of a file's lines is held back once with an error that
-//! shows what it removes (see [`MOSTLY_DROPPED`]); the same write asked for
-//! again lands.
+//! mistake: an existing file must have been read first (always), and, in a
+//! profile that asks for it, a rewrite that would remove most of a file's
+//! lines is held back once with an error that shows what it removes (see
+//! [`MOSTLY_DROPPED`]); the same write asked for again lands.
 //!
 //! What lands is exactly `content`, byte for byte: nothing is merged into
 //! it and nothing is kept from the old file. "No change" ([`Effect::Unchanged`])
@@ -165,13 +165,18 @@ fn without_white_space(text: &str) -> String {
 }
 
 /// The error that holds back a rewrite removing most of a guarded file
-/// (see [`MOSTLY_DROPPED`]), the first time it is asked for in this send:
+/// (see [`MOSTLY_DROPPED`]), the first time it is asked for in this send,
+/// in a profile that holds large writes ([`super::WriteHelp::hold_large_writes`]):
 /// which lines and definitions it removes, and how to go on. `None` lets
 /// the write land.
 fn hold_back(target: &Confined, old: &str, shown: &str, content: &str, ctx: &ToolContext) -> Option<String> {
     let (removed, total) = removed_lines(old, content);
     let kept = total - removed.len();
-    if total < GUARDED_LINES || kept * 100 >= total * MOSTLY_DROPPED || !ctx.warn_once(target.path()) {
+    if !ctx.help.hold_large_writes
+        || total < GUARDED_LINES
+        || kept * 100 >= total * MOSTLY_DROPPED
+        || !ctx.warn_once(target.path())
+    {
         return None;
     }
     let defs = super::references::defined_names(old);
@@ -223,7 +228,15 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let old = "def a():\n    return 1\n\ndef b():\n    return 2\n\ndef c():\n    return 3\n";
         std::fs::write(root.join("m.py"), old).unwrap();
-        let ctx = ToolContext::new(root.clone(), vec![], Default::default());
+        // By default (no profile's help) the same rewrite lands at once.
+        let exact = ToolContext::new(root.clone(), vec![], Default::default());
+        let only_a = "def a():\n    return 1\n";
+        let done = run(Args { file_path: "m.py".into(), content: only_a.into() }, &exact).unwrap();
+        assert!(matches!(done.effect, Effect::Changed { .. }), "{done:?}");
+        assert_eq!(std::fs::read_to_string(root.join("m.py")).unwrap(), only_a);
+        std::fs::write(root.join("m.py"), old).unwrap();
+        let mut ctx = ToolContext::new(root.clone(), vec![], Default::default());
+        ctx.help.hold_large_writes = true;
         let args = |c: &str| Args { file_path: "m.py".into(), content: c.into() };
         // Only trailing white space differs: written, not "no change".
         let spaced = format!("{old}\n");
@@ -234,7 +247,6 @@ mod tests {
         let same = run(args(&spaced), &ctx).unwrap();
         assert!(matches!(same.effect, Effect::Unchanged { .. }), "{same:?}");
         // Dropping two of three functions: held back, then written as sent.
-        let only_a = "def a():\n    return 1\n";
         match run(args(only_a), &ctx) {
             Err(ToolError::HeldBack { message, .. }) => {
                 assert!(message.contains("`b`") && message.contains("`c`") && message.contains("return 3"), "{message}")

@@ -238,8 +238,9 @@ impl Worker {
                 let files = &session.config().instruction_files;
                 let instruction_files =
                     (v0_3 && !files.is_empty()).then(|| files.iter().map(|f| f.display().to_string()).collect());
+                let profile = v0_3.then(|| session.config().profile.name.clone());
                 self.session = Some(session);
-                InitOk { id: init.id, session_id, protocol_version, error: None, sandbox, instruction_files }
+                InitOk { id: init.id, session_id, protocol_version, error: None, sandbox, instruction_files, profile }
             }
             Err(OpenError::Version(e)) => InitOk {
                 id: init.id,
@@ -248,6 +249,7 @@ impl Worker {
                 error: Some(ErrorEnvelope::from(&e)),
                 sandbox: None,
                 instruction_files: None,
+                profile: None,
             },
             Err(e @ (OpenError::Config(_) | OpenError::Resume { .. })) => return self.protocol_error(init.id, e).await,
         };

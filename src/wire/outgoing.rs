@@ -57,6 +57,11 @@ pub struct InitOk {
     /// found or `config.instruction_files` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction_files: Option<Vec<String>>,
+    /// pirn extension (0.3.0): the profile in force, by name (`exact`,
+    /// `small`, or one of the operator's model settings; see
+    /// `config.profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// An `event` line: `{type:"event", event:{event:NAME,…}, event_seq, send_id,

@@ -102,10 +102,19 @@ pub struct InitConfig {
     /// and file count) before the first send's request (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_listing: Option<bool>,
+    /// The profile: which help pirn gives the model beyond exact tools
+    /// (tolerant edits, the large write held back, parse checks, the
+    /// readings of the request), by name from the model-settings table
+    /// (default: the operator's `PIRN_PROFILE`, else the table's rule for
+    /// `model`, else `exact`: writes and edits land byte for byte, and no
+    /// side call is made). `init_ok.profile` says which is in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// Before an answer is accepted, check the facts of the send: a write
-    /// the tools held back and the model never confirmed, or a file the
-    /// send changed that parsed before and does not now, sends the model
-    /// back once (default true).
+    /// the tools held back (profiles with `hold_large_writes`) and the model
+    /// never confirmed sends the model back once, then fails the send; a
+    /// file the send changed that parsed before and does not now (profiles
+    /// with `parse_check`) sends the model back once (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_checks: Option<bool>,
     /// When the model answers without any file having changed in the send,
@@ -114,7 +123,8 @@ pub struct InitConfig {
     /// to change; when it says so, send the model back once to make the
     /// change, and end the send `verification_failed` if a later answer
     /// still changed nothing (with `verify_command`, the check decides
-    /// instead) (default: true in a 0.3.0 session, false in 0.2.0).
+    /// instead) (default: the profile's switch in a 0.3.0 session: on in `small`, off in
+    /// `exact`; off in 0.2.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_check: Option<bool>,
     /// Before the first `write_file` or `edit_file` of a send that has
@@ -123,7 +133,8 @@ pub struct InitConfig {
     /// `request_check`, made at most once per send) whether the request
     /// asks for files to change; when it says not, that call and every
     /// later write of the send are not run, each with a failed result
-    /// saying why (default: true in a 0.3.0 session, false in 0.2.0).
+    /// saying why (default: the profile's switch in a 0.3.0 session: on in `small`, off in
+    /// `exact`; off in 0.2.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_check: Option<bool>,
     /// When the model answers without any file having changed in the send,
@@ -131,7 +142,8 @@ pub struct InitConfig {
     /// schema, only the answer shown) whether its answer says files were
     /// changed; when it says so, send the model back once to make the
     /// change, and end the send `verification_failed` if a later answer
-    /// says so again with still nothing changed (default false).
+    /// says so again with still nothing changed (default: the profile's
+    /// switch, off in the built-in profiles).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_check: Option<bool>,
     /// Let the model make a call in its answer's text: a fenced block that

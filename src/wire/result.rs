@@ -17,10 +17,14 @@ pub struct SendResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<String>,
     pub tool_calls_made: Vec<ToolCallMade>,
-    /// Sum over every model call of the send.
+    /// Sum over every model call of the send (side calls included; their
+    /// part is `side_calls.usage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// Number of model calls.
+    /// Number of the send's turns: model calls made for the conversation,
+    /// each counted once made (a call the provider refused, a retry after a
+    /// context error, an answer asked for again included). Side calls are
+    /// not among them (`side_calls`).
     pub iterations: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorEnvelope>,
@@ -54,6 +58,11 @@ pub struct SendResult {
     /// unknown (see [`Usage::cost_usd`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_cost_usd: Option<f64>,
+    /// 0.3.0: the model calls the conversation did not need (a profile's
+    /// reading of the request or answer, a compaction's summary): how many
+    /// and their usage; absent when none was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_calls: Option<SideCalls>,
     /// 0.3.0: `false` when the session is logged and the log could not
     /// store this send's entries (a `store_error` event names why); absent
     /// otherwise: a logged session's result leaves only once durable.
@@ -67,6 +76,16 @@ pub struct SendResult {
     pub calls_completed: u32,
     #[serde(flatten)]
     pub correlation: Correlation,
+}
+
+/// 0.3.0 `result.side_calls`: the model calls of a send that were not
+/// turns of its conversation.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct SideCalls {
+    /// Side calls made (one that failed included).
+    pub calls: u32,
+    /// Their usage, summed (the calls whose server reported it).
+    pub usage: Usage,
 }
 
 /// 0.3.0 `result.verification`: the command pirn ran to check that the
@@ -125,6 +144,7 @@ impl SendResult {
             verification: None,
             structured_output: None,
             durable: None,
+            side_calls: None,
             session_cost_usd: None,
             files_changed: None,
             calls_completed: 0,

@@ -112,6 +112,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             r.durable = None;
             r.session_cost_usd = None;
             r.files_changed = None;
+            r.side_calls = None;
             if let Some(e) = &mut r.error {
                 e.code = heddle_code(e.code);
                 heddle_details(&mut e.details);
@@ -139,6 +140,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
         OutgoingMessage::InitOk(i) => {
             i.sandbox = None;
             i.instruction_files = None;
+            i.profile = None;
         }
         OutgoingMessage::ShutdownOk(_) => {}
     }

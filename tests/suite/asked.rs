@@ -121,29 +121,34 @@ async fn a_change_request_still_unchanged_after_the_round_ends_verification_fail
 }
 
 #[tokio::test]
-async fn a_question_read_as_one_ends_at_once_and_the_check_is_on_in_0_3_and_off_in_0_2() {
+async fn a_question_read_as_one_ends_at_once_and_the_check_is_the_small_profiles_in_0_3_only() {
     let (r, mock, _w) = send(vec![Reply::text(&["It returns 1."])], false, "What does f return?", json!({})).await;
     assert_eq!((r["status"].as_str(), r["response"].as_str()), (Some("ok"), Some("It returns 1.")));
     assert_eq!((mock.requests().len(), mock.readings().len()), (1, 1), "no extra turn");
 
-    // The default: on in a 0.3.0 session, off in a 0.2.0 one (whose
-    // scripted servers never recorded the extra call).
-    let default = |version: &'static str| async move {
+    // The default: off (no side call) unless the profile turns it on, and
+    // then only in a 0.3.0 session (0.2.0 servers never recorded the call).
+    let default = |version: &'static str, config: Value| async move {
         let mock = MockServer::start(vec![Reply::text(&["Done."]), Reply::text(&["Done."])]).await;
         mock.reads_change(true);
         let w = Worker::spawn(&mock.base_url(), &[]).await;
-        let (mut w, _) = w.init(version, json!({})).await;
+        let (mut w, _) = w.init(version, config).await;
         w.write(json!({"type": "send", "id": "s", "message": "Make f return 2."})).await;
         let (_, r) = w.result_for("s").await;
         (r, mock.requests().len(), mock.readings().len())
     };
+    let (r, requests, readings) = default("0.3.0", json!({})).await;
+    assert_eq!((r["status"].as_str(), requests, readings), (Some("ok"), 1, 0), "the default profile: {r}");
+    assert!(r.get("side_calls").is_none(), "{r}");
     // The mock does not hold the model to `tool_choice: "required"`: the
     // answer in words it gives in that round still ends the send.
-    let (r, requests, readings) = default("0.3.0").await;
-    assert_eq!(r["error"]["code"], "verification_failed", "the 0.3.0 default: {r}");
+    let small = json!({"profile": "small"});
+    let (r, requests, readings) = default("0.3.0", small.clone()).await;
+    assert_eq!(r["error"]["code"], "verification_failed", "the small profile: {r}");
     assert_eq!((requests, readings), (2, 1), "sent back once, read once");
-    let (r, requests, readings) = default("0.2.0").await;
-    assert_eq!((r["status"].as_str(), requests, readings), (Some("ok"), 1, 0), "the 0.2.0 default: {r}");
+    assert_eq!((r["iterations"].as_u64(), r["side_calls"]["calls"].as_u64()), (Some(2), Some(1)), "{r}");
+    let (r, requests, readings) = default("0.2.0", small).await;
+    assert_eq!((r["status"].as_str(), requests, readings), (Some("ok"), 1, 0), "0.2.0 with the small profile: {r}");
     let off = json!({"request_check": false});
     let (r, mock, _w) = send(vec![Reply::text(&["Done."])], true, "Make f return 2.", off).await;
     assert_eq!(r["status"], "ok", "{r}");

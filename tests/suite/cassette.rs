@@ -110,9 +110,9 @@ async fn a_changed_prompt_or_a_short_cassette_is_a_replay_mismatch() {
     assert_eq!(last_result(&w, "s0")["status"], "ok");
     let r = last_result(&w, "s1");
     assert_eq!(r["error"]["code"], "replay_mismatch", "{r}");
-    // Two turns with tool calls, the answer, and the model's reading of the
-    // request (`request_check`, on in 0.3.0), recorded and replayed alike.
-    assert_eq!(r["error"]["details"]["recorded_calls"], 4);
+    // Two turns with tool calls and the answer, recorded and replayed alike
+    // (no side call in the default profile).
+    assert_eq!(r["error"]["details"]["recorded_calls"], 3);
     assert!(r["error"]["message"].as_str().unwrap().contains("no more model calls"), "{r}");
 }
 

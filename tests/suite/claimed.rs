@@ -85,33 +85,32 @@ async fn a_send_that_changed_a_file_or_ran_a_command_is_not_read() {
 }
 
 #[tokio::test]
-async fn a_write_held_back_is_not_on_disk_and_a_report_of_it_is_read() {
-    // The rewrite drops most of app.py, so it is held back; the model then
-    // reports the change it never confirmed.
+async fn a_write_held_back_and_never_confirmed_fails_before_any_reading() {
+    // The rewrite drops most of app.py, so the small profile holds it back;
+    // the model then reports the change it never confirmed, twice: the
+    // held-back note, then the send fails naming the file, before the
+    // claimed gate would read anything.
     let old = "def f():\n    return 1\n\n\ndef g():\n    return 2\n";
     let script = vec![
         Reply::tool("read_file", json!({"file_path": "app.py"})),
         Reply::tool("write_file", json!({"file_path": "app.py", "content": "def h():\n    return 3\n"})),
         Reply::text(&["h has been added."]),
         Reply::text(&["h has been added to app.py."]),
-        Reply::tool("read_file", json!({"file_path": "app.py"})),
-        Reply::text(&["Done: h is in app.py."]),
     ];
     let mock = MockServer::start(script).await;
     mock.claims(true);
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("app.py"), old).unwrap();
-    let only = json!({"claim_check": true, "request_check": false, "write_check": false});
+    let only = json!({"profile": "small", "claim_check": true, "request_check": false, "write_check": false});
     let (mut w, _) = w.init("0.3.0", only).await;
     w.write(json!({"type": "send", "id": "s", "message": "Add h to app.py."})).await;
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("app.py"), "{r}");
+    assert_eq!(r["files_changed"], json!([]), "{r}");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), old, "nothing written");
-    // The held-back note first, then this gate's once, then the failure.
     let notes: Vec<String> = mock.requests().iter().map(|q| q.body["messages"].to_string()).collect();
-    assert!(
-        notes[3].contains("was held back")
-            && notes[4].contains("your last answer (left out here) said files were changed")
-    );
-    assert_eq!(mock.readings().len(), 2, "the answer the held-back note sent back was not read");
+    assert_eq!(notes.len(), 4, "{r}");
+    assert!(notes[3].contains("was held back"), "{}", notes[3]);
+    assert_eq!(mock.readings().len(), 0, "the facts decided: no side call");
 }

@@ -163,7 +163,10 @@ async fn a_block_in_an_answer_asked_for_without_tools_writes_nothing() {
     let write = || Reply::tool("write_file", json!({"file_path": "app.py", "content": first}));
     let wrap_up = "app.py\n```python\ndef f():\n    return 3\n```";
     let script = vec![read_app(), write(), write(), Reply::text(&[wrap_up])];
-    let (events, r, mock, w) = send(script, json!({"file_blocks": true, "file_block_target": "app.py"})).await;
+    // The answer asked for at once after an identical rewrite is the small
+    // profile's (`early_wrap_up`).
+    let config = json!({"profile": "small", "file_blocks": true, "file_block_target": "app.py"});
+    let (events, r, mock, w) = send(script, config).await;
     assert_eq!(mock.requests()[3].body["tool_choice"], "none", "the answer was asked for without tools");
     assert_eq!((app_py(&w).as_str(), r["response"].as_str()), (first, Some(wrap_up)), "{r}");
     assert_eq!(tool_events(&events).len(), 6, "the read and the two writes only");

@@ -65,7 +65,7 @@ async fn a_squeezed_json_edit_lands_and_keeps_the_layout() {
     let mock = MockServer::start(script).await;
     let w = Worker::spawn(&mock.base_url(), &[]).await;
     std::fs::write(w.workspace.path().join("config.json"), config).unwrap();
-    let (mut w, _) = w.init("0.3.0", json!({})).await;
+    let (mut w, _) = w.init("0.3.0", json!({"profile": "small"})).await;
     w.write(json!({"type": "send", "id": "s", "message": "Set the server timeout in config.json to 60."})).await;
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["status"], "ok", "{r}");
@@ -109,7 +109,7 @@ async fn the_same_write_again_is_no_change_and_ends_the_round_with_an_answer() {
     let read = || Reply::tool("read_file", json!({"file_path": "a.txt"}));
     let mut script: Vec<Reply> = (0..3).map(|i| if i % 2 == 0 { write() } else { read() }).collect();
     script.push(Reply::text(&["I wrote a.txt with the line 'same'."]));
-    let (_, r, mock) = send(script, &[], "Write a.txt containing same.", "0.3.0").await;
+    let (_, r, mock, _w) = send_with(script, &[], "Write a.txt containing same.", json!({"profile": "small"})).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(r["response"], "I wrote a.txt with the line 'same'.");
     let second = mock.requests()[3].body["messages"].as_array().unwrap().clone();
@@ -381,6 +381,7 @@ async fn after_a_loop_the_answer_without_tools_ends_the_send() {
 
 #[tokio::test]
 async fn a_file_the_send_broke_is_sent_back_once_then_never_ok() {
+    // The small profile's parse check (`parse_check`).
     let files = [("config.json", "{\"a\": 1, \"b\": 2}\n")];
     let script = vec![
         Reply::tool(
@@ -390,7 +391,7 @@ async fn a_file_the_send_broke_is_sent_back_once_then_never_ok() {
         Reply::text(&["Done."]),
         Reply::text(&["Done, really."]),
     ];
-    let (_, r, mock, _w) = send_with(script, &files, "Set b to 3 in config.json.", json!({})).await;
+    let (_, r, mock, _w) = send_with(script, &files, "Set b to 3 in config.json.", json!({"profile": "small"})).await;
     assert_eq!(r["error"]["code"], "verification_failed", "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("config.json no longer parses"), "{r}");
     let told = last_message(&mock, 2);
@@ -408,7 +409,8 @@ async fn a_file_the_send_broke_is_sent_back_once_then_never_ok() {
         ),
         Reply::text(&["Fixed the brace."]),
     ];
-    let (_, r, _mock, w) = send_with(script, &files, "Set b to 3 in config.json.", json!({})).await;
+    let small = json!({"profile": "small"});
+    let (_, r, _mock, w) = send_with(script, &files, "Set b to 3 in config.json.", small).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("config.json")).unwrap(), "{\"a\": 1, \"b\": 3}\n");
 }

@@ -65,7 +65,8 @@ async fn a_rewrite_that_drops_a_function_is_held_back_once_then_lands_exactly() 
         Reply::text(&["util.py now holds only keep()."]),
     ];
     let message = "Rewrite util.py so that it holds only keep().";
-    let (_, r, mock, w) = send_with(script, &[("util.py", old)], message, json!({})).await;
+    // The small profile's help (the default lands it at once: contract.rs).
+    let (_, r, mock, w) = send_with(script, &[("util.py", old)], message, json!({"profile": "small"})).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("util.py")).unwrap(), new, "exactly as sent");
     let held = last_tool_text(&mock.requests()[2].body);
@@ -98,7 +99,7 @@ async fn data_files_are_written_as_sent_never_merged() {
 }
 
 #[tokio::test]
-async fn a_held_back_write_never_confirmed_is_named_once_and_nothing_is_claimed() {
+async fn a_held_back_write_never_confirmed_is_named_once_and_the_send_is_not_ok() {
     let old = "a = 1\nb = 2\nc = 3\nd = 4\n";
     let script = vec![
         Reply::tool("read_file", json!({"file_path": "vals.py"})),
@@ -106,8 +107,11 @@ async fn a_held_back_write_never_confirmed_is_named_once_and_nothing_is_claimed(
         Reply::text(&["Done."]),
         Reply::text(&["I left vals.py as it was."]),
     ];
-    let (_, r, mock, w) = send_with(script, &[("vals.py", old)], "Tidy vals.py.", json!({})).await;
-    assert_eq!(r["status"], "ok", "{r}");
+    let (_, r, mock, w) = send_with(script, &[("vals.py", old)], "Tidy vals.py.", json!({"profile": "small"})).await;
+    // A write the model meant and never confirmed is not on disk: not ok.
+    assert_eq!(r["status"], "error", "{r}");
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("vals.py"), "{r}");
     assert_eq!(r["response"], "I left vals.py as it was.");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("vals.py")).unwrap(), old, "nothing written");
     assert_eq!(r["files_changed"], json!([]), "an ok that changed nothing says so: {r}");
@@ -128,13 +132,15 @@ async fn a_rename_leaves_library_calls_that_share_the_name_alone() {
         ),
         Reply::text(&["Renamed load to load_config in store.py."]),
     ];
-    let (events, r, _mock, w) = send_with(script, &files, "Rename load to load_config in store.py.", json!({})).await;
+    let message = "Rename load to load_config in store.py.";
+    let (events, r, _mock, w) = send_with(script, &files, message, json!({"profile": "small"})).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(starts(&events, "edit_file").len(), 1, "only the model's edit");
     let store = std::fs::read_to_string(w.workspace.path().join("store.py")).unwrap();
     assert!(store.contains("return json.load(f)") && store.contains("def load_config"), "{store}");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("main.py")).unwrap(), files[1].1);
-    // The model is told where the old name is still used: information, not an edit.
+    // The model is told where the old name is still used (the small
+    // profile's reference notes): information, not an edit.
     let end = events.iter().find(|e| e["event"]["event"] == "tool_end").unwrap();
     assert!(end["event"]["result_preview"].as_str().unwrap().contains("still used"), "{end}");
 }
@@ -167,7 +173,8 @@ async fn a_removal_inside_a_function_keeps_the_function() {
 async fn a_rewrite_that_keeps_every_line_lands_as_sent_and_asks_for_the_answer() {
     // The edit is right; the model reads the file and writes it whole
     // without its final newline. That write lands byte for byte, its result
-    // says only white space changed, and the next request is for the answer.
+    // says only white space changed, and (the small profile's early wrap-up)
+    // the next request is for the answer.
     let files = [("config.go", "package config\n\nconst DefaultPort = 8080\n")];
     let relaid = "package config\n\nconst DefaultPort = 9090";
     let script = vec![
@@ -176,7 +183,8 @@ async fn a_rewrite_that_keeps_every_line_lands_as_sent_and_asks_for_the_answer()
         Reply::tool("write_file", json!({"file_path": "config.go", "content": relaid})),
         Reply::text(&["The default port is 9090 now."]),
     ];
-    let (_, r, mock, w) = send_with(script, &files, "Change the default port to 9090.", json!({})).await;
+    let small = json!({"profile": "small"});
+    let (_, r, mock, w) = send_with(script, &files, "Change the default port to 9090.", small).await;
     assert_eq!(r["status"], "ok", "{r}");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("config.go")).unwrap(), relaid, "exactly as sent");
     let requests = mock.requests();

@@ -183,12 +183,14 @@ async fn a_send_is_one_span_tree_under_the_orchestrators_traceparent() {
         MockServer::start(vec![Reply::tool("glob", json!({"pattern": "*"})), Reply::text(&["secret answer"])]).await;
     let traceparent = format!("00-{TRACE}-{PARENT}-01");
     let w = Worker::spawn(&mock.base_url(), &envs).await;
-    let (mut w, _) = w.init("0.3.0", json!({"traceparent": traceparent})).await;
+    // The small profile, so that a side call is among the spans.
+    let (mut w, _) = w.init("0.3.0", json!({"traceparent": traceparent, "profile": "small"})).await;
     w.write(json!({"type":"send","id":"s","message":"secret prompt"})).await;
     let (_, r) = w.result_for("s").await;
     assert_eq!(r["status"], "ok", "{r}");
     // The send, the tool call, the two turns and the model's reading of
-    // the request (`request_check`, on in 0.3.0: the answer changed nothing).
+    // the request (the small profile's `request_check`: the answer changed
+    // nothing).
     let spans = collector.wait_for(5).await;
     let send = one(&spans, "invoke_agent pirn");
     assert_eq!((send.trace_id.as_str(), send.parent.as_str()), (TRACE, PARENT), "{send:?}");

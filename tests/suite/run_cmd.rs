@@ -86,13 +86,16 @@ async fn sigint_cancels_a_run() {
 }
 
 #[tokio::test]
-async fn run_reads_the_request_unless_told_not_to() {
-    // `pirn run` speaks 0.3.0: an answer that changed nothing is held
-    // against the model's reading of the request (the mock reads it as a
-    // question, so the answer stands), unless `--request-check=false`.
-    let runs: [(&[&str], usize); 3] = [
-        (&["run", "what is this?"], 1),
-        (&["run", "--request-check=false", "what is this?"], 0),
+async fn run_reads_the_request_only_in_a_profile_or_when_told() {
+    // `pirn run` speaks 0.3.0. In the default profile an answer that changed
+    // nothing is taken as it is (no side call); the small profile, or
+    // `--request-check`, holds it against the model's reading of the
+    // request (the mock reads it as a question, so the answer stands).
+    let runs: [(&[&str], usize); 5] = [
+        (&["run", "what is this?"], 0),
+        (&["run", "--profile", "small", "what is this?"], 1),
+        (&["run", "--profile", "small", "--request-check=false", "what is this?"], 0),
+        (&["run", "--request-check=true", "what is this?"], 1),
         // Without `=` the flag takes no value: the word after it is the prompt.
         (&["run", "--request-check", "false"], 1),
     ];
@@ -103,4 +106,8 @@ async fn run_reads_the_request_unless_told_not_to() {
         let prompt = mock.requests()[0].body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
         assert_eq!(&prompt, args.last().unwrap(), "{args:?}");
     }
+    let mock = MockServer::start(vec![]).await;
+    let (code, _, err) = run(&mock.base_url(), &["run", "--profile", "tiny", "hi"]).await;
+    assert_eq!(code, 2, "an unknown profile is a usage error: {err}");
+    assert!(err.contains("\"tiny\"") && err.contains("small"), "{err}");
 }

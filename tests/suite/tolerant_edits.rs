@@ -1,4 +1,6 @@
-//! Edits as a small model makes them, through the real binary: an
+//! Edits as a small model makes them, through the real binary, in the
+//! profile made for it (`small`; the default profile's exact edits are
+//! `contract.rs`'s): an
 //! `old_string` that leaves out a docstring or runs on over lines the file
 //! has, a rename that forgets the callers. Each must land as the tolerant
 //! tier says (or fail saying why) and the result must say what happened;
@@ -16,7 +18,7 @@ const REPORT: &str =
 
 #[tokio::test]
 async fn an_old_string_without_the_docstring_still_renames_and_the_callers_are_named() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("billing.py"), BILLING).unwrap();
     std::fs::write(ws.join("report.py"), REPORT).unwrap();
@@ -60,7 +62,7 @@ async fn an_old_string_without_the_docstring_still_renames_and_the_callers_are_n
 
 #[tokio::test]
 async fn an_edit_made_already_writes_nothing_and_says_where_new_string_stands() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("report.py"), REPORT.replacen("get_total", "compute_total", 1)).unwrap();
     let (events, out) = super::tools::call(
@@ -78,7 +80,7 @@ async fn an_edit_made_already_writes_nothing_and_says_where_new_string_stands() 
 
 #[tokio::test]
 async fn the_still_used_note_never_reads_through_a_symlink_out_of_the_workspace() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.py"), "get_total = 'OUTSIDE-SECRET'\n").unwrap();
@@ -99,7 +101,7 @@ async fn the_still_used_note_never_reads_through_a_symlink_out_of_the_workspace(
 
 #[tokio::test]
 async fn a_new_string_that_runs_on_over_the_next_lines_replaces_them_once() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     let script = "STOCK = {\"apples\": 12, \"pears\": 30}\n\n\ndef total(stock)\n    return sum(stock.values())\n\n\nprint(f\"Total items: {total(STOCK)}\")\n";
     std::fs::write(ws.join("inventory.py"), script).unwrap();
@@ -126,7 +128,7 @@ async fn an_edit_that_runs_on_into_the_same_bytes_is_no_change_and_says_so() {
     // Seen on Exercism's bob: the same edit again after it was made. The
     // run-on tier would write the file back as it is: that is no change,
     // never "edited" (the model read "edited" four times and went round).
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("bob.py"), "def response(hey_bob):\n    pass\n").unwrap();
     let edit = json!({"file_path": "bob.py", "old_string": "def response(hey_bob):",
@@ -144,7 +146,7 @@ async fn an_edit_that_runs_on_into_the_same_bytes_is_no_change_and_says_so() {
 
 #[tokio::test]
 async fn several_matches_get_one_call_each_and_no_replace_all_offer() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     let ops = "def add(a, b):\n    return a + b\n\n\ndef multiply(a, b):\n    return a + b\n";
     std::fs::write(ws.join("ops.py"), ops).unwrap();
@@ -163,7 +165,7 @@ async fn several_matches_get_one_call_each_and_no_replace_all_offer() {
 
 #[tokio::test]
 async fn grep_for_copied_code_finds_the_code() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("stack.py"), "class Stack:\n    def __init__(self):\n        self.items = []\n").unwrap();
     // Seen on the tune half: `(self)` as a regex is a group, so this found nothing.
@@ -180,7 +182,7 @@ async fn grep_for_copied_code_finds_the_code() {
 #[tokio::test]
 async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_a_new_send_does_not() {
     use super::mock::Reply;
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     let settings = "{\n  \"theme\": \"dark\",\n  \"legacy\": true,\n  \"size\": 13\n}\n";
     std::fs::write(ws.join("settings.json"), settings).unwrap();
@@ -221,7 +223,7 @@ async fn an_edit_whose_old_string_this_send_removed_says_the_change_is_made_and_
 
 #[tokio::test]
 async fn the_same_edit_again_inside_its_own_new_string_writes_nothing_and_a_wider_one_lands() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("banner.py"), "def banner(u):\n    return f\"Welcom to Ledger, {u}!\"\n").unwrap();
     let fix = json!({"file_path": "banner.py", "old_string": "Welcom", "new_string": "Welcome"});
@@ -243,7 +245,7 @@ async fn the_same_edit_again_inside_its_own_new_string_writes_nothing_and_a_wide
 
 #[tokio::test]
 async fn an_old_string_the_named_file_lacks_is_shown_where_the_workspace_has_it() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::create_dir_all(ws.join("app")).unwrap();
     std::fs::write(ws.join("README.md"), "# Ledger\n\nA tiny ledger.\n").unwrap();
@@ -272,7 +274,7 @@ async fn an_old_string_the_named_file_lacks_is_shown_where_the_workspace_has_it(
 #[tokio::test]
 async fn the_wrong_file_again_after_the_fix_in_the_same_send_says_where_the_edit_was_made() {
     use super::mock::Reply;
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::create_dir_all(ws.join("app")).unwrap();
     std::fs::write(ws.join("README.md"), "# Ledger\n").unwrap();
@@ -329,7 +331,7 @@ async fn the_wrong_file_again_after_the_fix_in_the_same_send_says_where_the_edit
 
 #[tokio::test]
 async fn the_wrong_file_note_never_names_a_file_through_a_symlink_or_a_hidden_one() {
-    let (mut w, mock) = tool_worker(json!({})).await;
+    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
     let ws = w.workspace.path().to_path_buf();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "API_KEY=OUTSIDE-SECRET\n").unwrap();

@@ -17,7 +17,8 @@
 //! (`verify_command`) the check decides instead: a request whose check
 //! already passes needs no change.
 //!
-//! On by default in a 0.3.0 session (and `pirn run`), off in a 0.2.0 one
+//! Off by default: on in a profile with `request_check` (`small`, see
+//! `config::profile`) in a 0.3.0 session, never in a 0.2.0 one unless asked
 //! (a scripted model server replaying 0.2.0 exchanges would get a request
 //! it never recorded); `request_check` sets it, `answer_checks: false`
 //! turns it off too. It never
@@ -29,7 +30,7 @@
 //! send's ([`crate::agent::outcome::side_call`]).
 //!
 //! The same reading also guards the other way ([`hold_write`],
-//! `write_check`, on and off as `request_check` is): before the first
+//! `write_check`, whose default is the profile's as `request_check`'s is): before the first
 //! `write_file` or `edit_file` of a send that has changed no file and no
 //! operator's check will judge runs, the request is read; when the model
 //! says it asks only for information, that call and every later write of

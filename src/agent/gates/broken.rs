@@ -1,4 +1,5 @@
-//! Gate: a file the send changed that parsed before and does not now.
+//! Gate: a file the send changed that parsed before and does not now; in
+//! a profile with `parse_check` only (`config::profile`).
 //!
 //! Reads: the files `write_file`/`edit_file` changed in this send, each with
 //! whether it parsed before its first change, parsed again now in process
@@ -13,7 +14,7 @@ use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
 pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
-    if !cx.checks || !cx.facts.wrote() {
+    if !cx.checks || !cx.config.profile.parse_check || !cx.facts.wrote() {
         return Verdict::Pass;
     }
     let Some((file, problem)) = cx.tools.off_thread(|t| t.broken()).await.into_iter().next() else {

@@ -9,7 +9,9 @@
 //! the send with an error. No gate reads the user's request or the
 //! model's prose: where a check needs to know what was asked, the operator
 //! says it (`verify_command`, `output_schema`) or the model does
-//! ([`Gate::Claimed`], [`Gate::Asked`]). One rule here acts before a call
+//! ([`Gate::Claimed`], [`Gate::Asked`]). What a profile turns on (see
+//! `config::profile`) is named in the table; the default profile, `exact`,
+//! turns on no side call and no check of its own. One rule here acts before a call
 //! rather than after an answer: [`hold_write`] (`write_check`), which holds
 //! the writes of a send whose request the model reads as a question.
 //!
@@ -18,11 +20,11 @@
 //! | [`Gate::CutOff`] | `finish_reason: length`; the operator's check and its rounds left | ask again (schema), send back (a checked send, one round) or fail `provider_error` |
 //! | [`Gate::BudgetStop`] | mode `WrapUp(Budget)` | fail `budget_exceeded` |
 //! | [`Gate::LoopStop`] | mode `WrapUp(..)`, the answer's JSON shape | fail `loop_detected` |
-//! | [`Gate::HeldBack`] | writes held back, not confirmed | send back once |
-//! | [`Gate::Broken`] | files that parsed before the send and not now | send back once, then fail `verification_failed` |
+//! | [`Gate::HeldBack`] | writes held back (`hold_large_writes`), not confirmed | send back once, then fail `verification_failed` |
+//! | [`Gate::Broken`] | files that parsed before the send and not now (`parse_check`) | send back once, then fail `verification_failed` |
 //! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
-//! | [`Gate::Claimed`] | no file changed, no command ran; the model's reading of its answer (one extra call) | send back once, then fail `verification_failed` |
-//! | [`Gate::Asked`] | no file changed, no command ran; the model's reading of the request (one extra call) | send back once, then fail `verification_failed` (no operator's check) |
+//! | [`Gate::Claimed`] | no file changed, no command ran; the model's reading of its answer (one side call; `claim_check`) | send back once, then fail `verification_failed` |
+//! | [`Gate::Asked`] | no file changed, no command ran; the model's reading of the request (one side call; `request_check`) | send back once, then fail `verification_failed` (no operator's check) |
 //! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
 //! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
 //! | [`Gate::StopHook`] | the operator's `Stop` hooks' answers | send back to work (bounded by `max_iterations`) |

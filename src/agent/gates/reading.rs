@@ -57,11 +57,21 @@ pub(super) struct Ask {
 /// or its answer was not that JSON (a reading that cannot be had lets the
 /// answer through).
 pub(super) async fn yes_no(cx: &mut SendCx<'_>, ask: Ask, text: &str) -> Option<bool> {
-    let body = serde_json::to_vec(&request(&cx.config.model, cx.config.temperature, ask, text)).ok()?;
+    let mut body = request(&cx.config.model, cx.config.temperature, ask, text);
+    if cx.conv.budget.no_response_format
+        && let Some(o) = body.as_object_mut()
+    {
+        o.remove("response_format");
+    }
+    let body = serde_json::to_vec(&body).ok()?;
     let said = match side_call(cx.config, body.into(), cx.emit, cx.stats).await {
         Ok(said) => said,
         Err(e) => {
             tracing::info!(key = ask.key, "a reading call failed: {e}");
+            if crate::agent::structured::rejects_response_format(e.status(), &format!("{e} {}", e.details())) {
+                // Never sent again this session (a turn learns it the same way).
+                cx.conv.budget.no_response_format = true;
+            }
             return None;
         }
     };
@@ -74,8 +84,9 @@ pub(super) async fn yes_no(cx: &mut SendCx<'_>, ask: Ask, text: &str) -> Option<
 /// The reading call's body: `ask.system`; for each of `ask.examples` a
 /// user message shown as the text is and the assistant's answer
 /// `{"<key>": b}`; then one user message with `ask.label`, `text`
-/// ([`shown`]) and `ask.question`; no tools; at most 16 tokens held to
-/// `{"<key>": boolean}`.
+/// ([`shown`]) and `ask.question`; no tools; the session's temperature
+/// when it sets one; at most 16 tokens held to `{"<key>": boolean}` (the
+/// caller leaves `response_format` out once the provider refused it).
 fn request(model: &str, temperature: Option<f32>, ask: Ask, text: &str) -> Value {
     let user = |text: &str| {
         let content = format!("{}:\n{}\n\n{} Answer with JSON.", ask.label, shown(text), ask.question);
@@ -87,19 +98,22 @@ fn request(model: &str, temperature: Option<f32>, ask: Ask, text: &str) -> Value
         messages.push(json!({"role": "assistant", "content": format!("{{\"{}\": {answer}}}", ask.key)}));
     }
     messages.push(user(text));
-    json!({
+    let mut body = json!({
         "model": model,
         "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
-        "temperature": temperature.unwrap_or(0.0),
         "max_tokens": 16,
         "response_format": {"type": "json_schema", "json_schema": {"name": ask.key, "schema": {
             "type": "object",
             "properties": {ask.key: {"type": "boolean"}},
             "required": [ask.key],
         }}},
-    })
+    });
+    if let Some(t) = temperature {
+        body["temperature"] = json!(t);
+    }
+    body
 }
 
 /// `text` as a reading shows it: whole up to [`MAX_SHOWN_BYTES`], else its
