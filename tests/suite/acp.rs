@@ -12,7 +12,7 @@ use super::mock::{MockServer, Reply};
 use super::worker::{counterpart, pirn_command, test_home};
 
 /// Runs the SDK driver with `script` against `mock`; its report.
-async fn drive(mock: &MockServer, script: Value) -> Value {
+pub(super) async fn drive(mock: &MockServer, script: Value) -> Value {
     let Some(sdk) = counterpart("PIRN_TEST_ACP_SDK") else { return Value::Null };
     let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/drive.mjs");
     let out = tokio::time::timeout(
@@ -41,7 +41,7 @@ fn kinds(report: &Value) -> Vec<String> {
         .collect()
 }
 
-fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(super) fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();

@@ -13,7 +13,7 @@ use super::mock::{MockServer, Reply};
 use super::worker::{counterpart, pirn_command, test_home};
 
 /// Runs the Python driver with `script` against `mock`; its report.
-async fn python(mock: &MockServer, script: Value) -> Value {
+pub(super) async fn python(mock: &MockServer, script: Value) -> Value {
     let Some(sdk) = counterpart("PIRN_TEST_CLAUDE_SDK") else { return Value::Null };
     let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/claude/drive.py");
     let out = tokio::time::timeout(
@@ -36,7 +36,7 @@ async fn python(mock: &MockServer, script: Value) -> Value {
 }
 
 /// Runs the TypeScript driver with `script` against `mock`; its report.
-async fn typescript(mock: &MockServer, script: Value) -> Value {
+pub(super) async fn typescript(mock: &MockServer, script: Value) -> Value {
     let Some(sdk) = counterpart("PIRN_TEST_CLAUDE_SDK") else { return Value::Null };
     let driver = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/claude/drive.mjs");
     let out = tokio::time::timeout(
@@ -58,7 +58,7 @@ async fn typescript(mock: &MockServer, script: Value) -> Value {
     report
 }
 
-fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(super) fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();
@@ -67,7 +67,7 @@ fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 /// The messages of turn `i` of a Python report.
-fn turn(report: &Value, i: usize) -> Vec<Value> {
+pub(super) fn turn(report: &Value, i: usize) -> Vec<Value> {
     report["turns"][i].as_array().cloned().unwrap_or_default()
 }
 
@@ -76,7 +76,7 @@ fn kinds(turn: &[Value]) -> Vec<String> {
     turn.iter().map(|m| m["kind"].as_str().unwrap().to_owned()).filter(|k| k != "StreamEvent").collect()
 }
 
-fn result(turn: &[Value]) -> Value {
+pub(super) fn result(turn: &[Value]) -> Value {
     turn.iter().find(|m| m["kind"] == "ResultMessage").cloned().expect("a ResultMessage")
 }
 
