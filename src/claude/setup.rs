@@ -37,6 +37,9 @@ pub struct Setup {
     pub instructions: (bool, bool),
     /// `--settings`: the operator's hooks.
     pub hooks: Option<crate::wire::HooksConfig>,
+    /// `--settings`' `env.PIRN_PROFILE`: the session's profile (else the
+    /// process's `PIRN_PROFILE`, else the model-settings table's rule).
+    pub profile: Option<String>,
     /// `--max-budget-usd`.
     pub max_cost_usd: Option<f64>,
     /// `TRACEPARENT` of the environment: the W3C trace parent of every
@@ -51,6 +54,12 @@ impl Setup {
             None => None,
             Some(s) => {
                 Some(serde_json::from_str(s).map_err(|e| ArgsError::Invalid(format!("--json-schema: not JSON: {e}")))?)
+            }
+        };
+        let settings = match &a.settings {
+            None => None,
+            Some(s) => {
+                Some(crate::hooks::settings::read(s).map_err(|e| ArgsError::Invalid(format!("--settings: {e}")))?)
             }
         };
         Ok(Setup {
@@ -68,13 +77,8 @@ impl Setup {
             persist: !a.no_session_persistence,
             add_dirs: a.add_dir.clone(),
             instructions: a.instruction_sources(),
-            hooks: match &a.settings {
-                None => None,
-                Some(s) => Some(
-                    crate::hooks::settings::hooks_from_settings(s)
-                        .map_err(|e| ArgsError::Invalid(format!("--settings: {e}")))?,
-                ),
-            },
+            hooks: settings.as_ref().map(|s| s.hooks.clone()),
+            profile: settings.and_then(|s| s.profile),
             max_cost_usd: a.max_budget_usd,
             traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
         })
@@ -138,6 +142,7 @@ impl Setup {
             allowed_paths: Some(self.add_dirs.clone()).filter(|d| !d.is_empty()),
             instruction_files: Some(self.instructions.0 || self.instructions.1),
             hooks: self.hooks.clone(),
+            profile: self.profile.clone(),
             max_cost_usd: self.max_cost_usd,
             traceparent: self.traceparent.clone(),
             ..InitConfig::default()

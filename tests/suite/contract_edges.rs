@@ -193,3 +193,30 @@ async fn contract_under_small_a_held_write_never_confirmed_ends_in_an_error_nami
     assert!(message.contains("vals.py"), "the error names the held file: {r}");
     assert_eq!(r["files_changed"], json!([]), "true to the disk: {r}");
 }
+
+#[tokio::test]
+async fn contract_the_claude_surface_names_its_profile_and_takes_one_from_settings_env() {
+    // Claude Code's settings document sets variables for the session in
+    // `env`; pirn takes `PIRN_PROFILE` from there, and `system init` names
+    // the profile in force (`pirn_profile`).
+    let mock = MockServer::start(vec![Reply::text(&["four"]), Reply::text(&["five"])]).await;
+    let ws = tempfile::tempdir().unwrap();
+    let init = |settings: Option<&str>| {
+        let mut c = super::worker::pirn_command(&mock.base_url(), &[]);
+        c.args(["-p", "--output-format", "stream-json", "--verbose"]).current_dir(ws.path());
+        if let Some(s) = settings {
+            c.args(["--settings", s]);
+        }
+        c.arg("2+2?");
+        async move {
+            let out = c.output().await.unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            assert_eq!((first["type"].as_str(), first["subtype"].as_str()), (Some("system"), Some("init")), "{text}");
+            first["pirn_profile"].as_str().unwrap_or("").to_owned()
+        }
+    };
+    assert_eq!(init(None).await, "exact");
+    assert_eq!(init(Some(r#"{"env": {"PIRN_PROFILE": "small"}}"#)).await, "small");
+}
