@@ -70,7 +70,8 @@ pub struct WriteHelp {
 /// A file as it was before a send's first `write_file` or `edit_file` call on it.
 #[derive(Debug, Clone)]
 pub struct FirstWrite {
-    /// It parsed then (or is of a kind [`syntax::problem`] does not know).
+    /// It parsed then (or is of a kind [`syntax::problem`] does not know,
+    /// or the profile does not check parsing: [`WriteHelp::parse_notes`]).
     pub parsed: bool,
     /// Its text then (at most [`read_file::MAX_FILE_BYTES`]: what the
     /// writing tools read); `None` for a file the send created.
@@ -114,7 +115,8 @@ impl ToolContext {
     pub fn note_write(&self, path: &Path, before: Option<&str>) {
         let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
         if !written.contains_key(path) {
-            let parsed = before.is_none_or(|text| syntax::problem(path, text).is_none());
+            // Parsed only where the profile checks it (`parse_notes`).
+            let parsed = !self.help.parse_notes || before.is_none_or(|text| syntax::problem(path, text).is_none());
             written.insert(path.to_path_buf(), FirstWrite { parsed, text: before.map(str::to_owned) });
         }
     }
