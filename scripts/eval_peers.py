@@ -1,5 +1,6 @@
 """Reference agents for `scripts/eval --peer NAME`, run on the same model and
-tasks as pirn, so its figure has something to stand beside.
+tasks as pirn, so its figure has something to stand beside. This file has
+aider; mini-swe-agent, opencode and Qwen Code are in eval_peers_more.py.
 
 aider (PyPI `aider-chat`) is installed on first use into a venv of its own
 (~/.cache/pirn/aider-venv, or $PIRN_CACHE_DIR/aider-venv). Each task's files
