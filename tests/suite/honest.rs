@@ -111,7 +111,8 @@ async fn a_held_back_write_never_confirmed_is_named_once_and_the_send_is_not_ok(
     // A write the model meant and never confirmed is not on disk: not ok.
     assert_eq!(r["status"], "error", "{r}");
     assert_eq!(r["error"]["code"], "verification_failed", "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("vals.py"), "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("vals.py") && message.contains("never confirmed") && !message.contains("  "), "{r}");
     assert_eq!(r["response"], "I left vals.py as it was.");
     assert_eq!(std::fs::read_to_string(w.workspace.path().join("vals.py")).unwrap(), old, "nothing written");
     assert_eq!(r["files_changed"], json!([]), "an ok that changed nothing says so: {r}");

@@ -22,7 +22,8 @@ pub(super) fn review(cx: &mut SendCx<'_>) -> Verdict {
     let files: Vec<String> = cx.facts.held_back.iter().map(|p| cx.shown(p)).collect();
     if !cx.fire_once("held_back") {
         let message = format!(
-            "the write_file to {} was held back because it removes most of the file, and was never confirmed:              the file is unchanged",
+            "the write_file to {} was held back because it removes most of the file, and was never confirmed: \
+             the file is unchanged",
             files.join(", ")
         );
         return Verdict::Fail { error: ErrorEnvelope::new(ErrorCode::VerificationFailed, message), answer: None };
