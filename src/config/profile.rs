@@ -155,11 +155,6 @@ impl ModelSettings {
 pub fn choose(asked: Option<&str>, env: &Environment, model: &str) -> Result<Profile, ConfigError> {
     let asked = asked.map(str::trim).filter(|n| !n.is_empty());
     let operator = env.profile.as_deref().map(str::trim).filter(|n| !n.is_empty());
-    // The built-in default needs no table: a session that asks for it, or
-    // whose operator does, reads no file.
-    if asked.or(operator) == Some(EXACT) && env.model_settings.is_none() {
-        return Ok(Profile::exact());
-    }
     let table = ModelSettings::load(env)?;
     let name = asked.or(operator).or_else(|| table.for_model(model)).unwrap_or(EXACT);
     table.profile(name).ok_or_else(|| ConfigError::UnknownProfile { name: name.to_owned(), known: table.names() })
