@@ -100,7 +100,7 @@ impl ModelSettings {
     /// Errors: [`ConfigError::ModelSettings`] when a file cannot be read or
     /// parsed, or a rule names a profile the table does not have.
     pub fn load(env: &Environment) -> Result<ModelSettings, ConfigError> {
-        let mut table = parse(BUILT_IN, Path::new("(built in)"))?;
+        let mut table = built_in()?;
         let named = env.model_settings.clone();
         let path = named.clone().unwrap_or_else(|| env.home.join("model-settings.json"));
         match std::fs::read_to_string(&path) {
@@ -160,6 +160,14 @@ pub fn choose(asked: Option<&str>, env: &Environment, model: &str) -> Result<Pro
     table.profile(name).ok_or_else(|| ConfigError::UnknownProfile { name: name.to_owned(), known: table.names() })
 }
 
+/// The built-in table, parsed once per process (a session's open reads
+/// only the user's file, if any).
+fn built_in() -> Result<ModelSettings, ConfigError> {
+    static TABLE: std::sync::OnceLock<Result<ModelSettings, String>> = std::sync::OnceLock::new();
+    let parsed = TABLE.get_or_init(|| parse(BUILT_IN, Path::new("(built in)")).map_err(|e| e.to_string()));
+    parsed.clone().map_err(|message| ConfigError::ModelSettings { path: PathBuf::from("(built in)"), message })
+}
+
 /// Parses a table in the data file's format (JSON, comments allowed).
 fn parse(text: &str, path: &Path) -> Result<ModelSettings, ConfigError> {
     let options = jsonc_parser::ParseOptions::default();
@@ -211,6 +219,13 @@ mod tests {
     fn an_unknown_profile_is_refused_naming_the_known_ones() {
         let e = choose(Some("tiny"), &env(&[]), "m").unwrap_err().to_string();
         assert!(e.contains("\"tiny\"") && e.contains("exact") && e.contains("small"), "{e}");
+        // A client's profile is a name in the operator's table, never a path:
+        // one that looks like a file is refused like any unknown name.
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("model-settings.json");
+        std::fs::write(&planted, r#"{"profiles": {"evil": {"tolerant_edits": true}}}"#).unwrap();
+        assert!(choose(Some(planted.to_str().unwrap()), &env(&[]), "m").is_err());
+        assert!(choose(Some("evil"), &env(&[]), "m").is_err(), "a file the operator did not name is not read");
     }
 
     #[test]
