@@ -56,6 +56,7 @@ async fn session(store: Store, index: usize, sends: usize) -> Vec<Duration> {
         model: "load".into(),
         workspace: "/tmp".into(),
         config: json!({"model": "load", "system_prompt": "s", "tools": []}),
+        forked_from: None,
     });
     let mut waits = Vec::with_capacity(sends);
     let mut frame = 0u64;

@@ -16,6 +16,7 @@ pub mod acp;
 pub mod agent;
 pub mod approval;
 pub mod cassette;
+pub mod checkpoint;
 pub mod claude;
 pub mod config;
 pub mod conform;

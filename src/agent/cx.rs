@@ -80,6 +80,7 @@ impl<'a> SendCx<'a> {
         tools.sandbox = config.sandbox.clone();
         tools.env_passthrough = config.env_passthrough.clone();
         tools.client_files = config.client_files.clone();
+        tools.checkpoint = spec.checkpoint.clone().map(|c| c as std::sync::Arc<dyn crate::tools::FileWatch>);
         tools.help = crate::tools::WriteHelp {
             tolerant_edits: config.profile.tolerant_edits,
             hold_large_writes: config.profile.hold_large_writes,

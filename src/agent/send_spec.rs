@@ -29,6 +29,9 @@ pub struct SendSpec {
     pub cancel: CancellationToken,
     /// The W3C `traceparent` of the send's span: its own, else the session's.
     pub traceparent: Option<String>,
+    /// The send's file checkpoints (set by the session's runner when the
+    /// session keeps them; see [`crate::checkpoint`]).
+    pub checkpoint: Option<Arc<crate::checkpoint::SendCheckpoint>>,
 }
 
 impl SendSpec {
@@ -51,6 +54,13 @@ impl SendSpec {
             return Err(why);
         }
         let traceparent = options.traceparent.clone().or_else(|| config.traceparent.clone());
-        Ok(SendSpec { output, meter: Arc::new(meter), verify_command, cancel: CancellationToken::new(), traceparent })
+        Ok(SendSpec {
+            output,
+            meter: Arc::new(meter),
+            verify_command,
+            cancel: CancellationToken::new(),
+            traceparent,
+            checkpoint: None,
+        })
     }
 }

@@ -20,8 +20,10 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--fallback-model", "pirn has one model per session (failover is configured with PIRN_FAILOVER)"),
     ("--betas", "pirn speaks OpenAI-compatible chat completions: there are no Anthropic betas"),
     ("--session-id", "pirn chooses its session ids"),
-    ("--fork-session", "pirn resumes a session as itself; it does not fork one"),
-    ("--resume-session-at", "pirn resumes a whole session"),
+    (
+        "--resume-session-at",
+        "pirn cuts a session at a message number (pirn run --resume-at N), not at a Claude message uuid",
+    ),
     ("--resume-drops-turn", "pirn resumes a whole session"),
     ("--session-mirror", "pirn stores sessions itself (PIRN_HOME, PIRN_STORE)"),
     ("--plugin-dir", "pirn has no plugins"),
@@ -124,6 +126,10 @@ pub struct ClaudeArgs {
     /// Continue the most recent session of this workspace.
     #[arg(long = "continue", short = 'c')]
     pub continue_last: bool,
+    /// With --resume or --continue: a new session holding a copy of the
+    /// stored one's conversation; the stored one is left as it is.
+    #[arg(long)]
+    pub fork_session: bool,
     /// `{"mcpServers":{…}}` as JSON or a file holding it (repeatable).
     #[arg(long)]
     pub mcp_config: Vec<String>,

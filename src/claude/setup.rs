@@ -29,6 +29,8 @@ pub struct Setup {
     pub ask_sdk: bool,
     pub json_schema: Option<serde_json::Value>,
     pub resume: Option<String>,
+    /// `--fork-session`: the resumed session is copied, not continued.
+    pub fork: bool,
     pub persist: bool,
     pub add_dirs: Vec<String>,
     /// `--setting-sources` allows the user-level and the project
@@ -74,6 +76,7 @@ impl Setup {
             ask_sdk: a.permission_prompt_tool.as_deref() == Some("stdio"),
             json_schema,
             resume: a.resume.clone(),
+            fork: a.fork_session,
             persist: !a.no_session_persistence,
             add_dirs: a.add_dir.clone(),
             instructions: a.instruction_sources(),
@@ -138,6 +141,7 @@ impl Setup {
             permission_responses: Some(self.ask_sdk),
             mcp_servers: Some(self.mcp.clone()).filter(|m| !m.is_empty()),
             resume_session_id: self.resume.clone(),
+            fork_session: (self.fork && self.resume.is_some()).then_some(true),
             persist: (!self.persist).then_some(false),
             allowed_paths: Some(self.add_dirs.clone()).filter(|d| !d.is_empty()),
             instruction_files: Some(self.instructions.0 || self.instructions.1),

@@ -55,6 +55,16 @@ pub struct RunArgs {
     /// one when it has none).
     #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
     continue_last: bool,
+    /// With --resume or --continue: run in a new session holding a copy of
+    /// the stored one's conversation (its own id); the stored session is
+    /// left as it is.
+    #[arg(long)]
+    fork_session: bool,
+    /// With --resume or --continue: keep the stored conversation up to and
+    /// including its N-th message (from 1, the system prompt not counted);
+    /// without --fork-session the stored session itself is cut there.
+    #[arg(long, value_name = "N")]
+    resume_at: Option<u64>,
     /// The sandbox of bash and stdio MCP servers: workspace-write, read-only
     /// or off [env: PIRN_SANDBOX; default: workspace-write].
     #[arg(long, value_parser = super::serve::parse_sandbox)]
@@ -183,6 +193,8 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         cwd: args.cwd,
         temperature: args.temperature,
         resume_session_id: args.resume,
+        fork_session: args.fork_session.then_some(true),
+        resume_at_message: args.resume_at,
         sandbox: args.sandbox,
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),
@@ -237,6 +249,10 @@ async fn run(config: InitConfig, prompt: String, options: SendOptions, format: F
         let dir = config.cwd.clone().map_or_else(std::env::current_dir, |d| Ok(std::path::PathBuf::from(d)));
         if let Ok(dir) = dir.and_then(|d| d.canonicalize()) {
             config.resume_session_id = pirn::transport::latest::latest_in(store, &dir).await;
+        }
+        // Nothing to continue: a new session, which has nothing to fork.
+        if config.resume_session_id.is_none() {
+            config.fork_session = None;
         }
     }
     // pirn's own command speaks the newest protocol: its JSONL carries

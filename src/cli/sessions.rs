@@ -1,14 +1,19 @@
-//! `pirn sessions list|show|export|rm`: the stored sessions from a shell,
+//! `pirn sessions list|show|export|rm|fork|rewind`: the stored sessions from a shell,
 //! in the store the environment names (`PIRN_HOME`, `PIRN_STORE`,
 //! `PIRN_TENANT`).
 //!
 //! Exit codes: 0 done; 1 no such session; 2 the store cannot be opened or
-//! read, or the session is open in another process (`rm`).
+//! read, the session is open in another process (`rm`, `rewind`), a fork
+//! names a message the session does not hold, or a rewind is refused.
 
 use std::io::Write;
 
+use pirn::checkpoint::rewind::{apply, plan};
 use pirn::conversation::Conversation;
+use pirn::session::fork::{ForkError, fork_stored};
+use pirn::store::entry::now_ms;
 use pirn::store::fold::fold;
+use pirn::store::{Body, NewEntry};
 use pirn::store::{Store, StoreError};
 
 /// `pirn sessions` subcommands.
@@ -27,6 +32,27 @@ pub enum SessionsCommand {
     Export { id: String },
     /// Delete the session's log.
     Rm { id: String },
+    /// Put the files of a stored session's workspace back to how they were
+    /// before send SEND (each file put back on stdout); refused, changing
+    /// nothing, when a file's state was not kept or it changed since.
+    Rewind {
+        id: String,
+        /// The send to undo, with every send after it.
+        send: String,
+    },
+    /// Copy a stored session into a new one (its id on stdout); the stored
+    /// one is not changed.
+    Fork {
+        id: String,
+        /// Keep messages up to and including this one (from 1, the system
+        /// prompt not counted; default all).
+        #[arg(long, value_name = "N")]
+        at: Option<u64>,
+        /// `{"session_id", "forked_from": {"session_id", "at_message"}}`
+        /// instead of the id alone.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs `cmd`; returns the exit code.
@@ -91,6 +117,41 @@ async fn execute(store: &Store, cmd: SessionsCommand, out: &mut Vec<u8>) -> Resu
             for e in store.load(&id, 0).await? {
                 let _ = serde_json::to_writer(&mut *out, &e);
                 out.push(b'\n');
+            }
+        }
+        SessionsCommand::Fork { id, at, json } => {
+            let new_id = uuid::Uuid::new_v4().to_string();
+            let forked = match fork_stored(store, &id, at, &new_id, None).await {
+                Ok(f) => f,
+                Err(ForkError::Store(e)) => return Err(e),
+                Err(e) => return Err(StoreError::Config(format!("cannot fork session {id:?}: {e}"))),
+            };
+            if json {
+                let _ = serde_json::to_writer(&mut *out, &forked);
+                out.push(b'\n');
+            } else {
+                let _ = writeln!(out, "{}", forked.session_id);
+            }
+        }
+        SessionsCommand::Rewind { id, send } => {
+            let entries = store.load(&id, 0).await?;
+            let workspace = std::path::PathBuf::from(fold(&entries).workspace);
+            let epoch = store.claim(&id).await?;
+            let done = plan(&entries, &send).and_then(|p| apply(&p, &workspace).map(|r| (p, r)));
+            let (p, restored) = match done {
+                Ok(d) => d,
+                Err(e) => {
+                    store.release(&id, epoch).await;
+                    return Err(StoreError::Config(format!("cannot rewind session {id:?}: {e}")));
+                }
+            };
+            let body = Body::Rewind { to_seq: p.to_seq, restored: restored.iter().map(|r| r.path.clone()).collect() };
+            let entry = NewEntry::new(0, now_ms(), &body).into_iter().collect::<Vec<_>>();
+            let stored = store.append(&id, Some(epoch), &uuid::Uuid::new_v4().to_string(), entry.into(), true).await;
+            store.release(&id, epoch).await;
+            stored?;
+            for r in restored {
+                let _ = writeln!(out, "{} {}", r.action, r.path);
             }
         }
         SessionsCommand::Rm { id } => {

@@ -117,6 +117,9 @@ pub struct SessionConfig {
     /// confirmed, a file the send broke (`config.answer_checks`, see
     /// `agent::gates`).
     pub answer_checks: bool,
+    /// Keep file checkpoints of each send in the session's log (see
+    /// `crate::checkpoint`; `init.config.checkpoints`, default on in 0.3.0).
+    pub checkpoints: bool,
     /// Ask the model whether an answer that changed no file was asked for
     /// a change (`config.request_check`, see `agent::gates::asked`).
     pub request_check: bool,
@@ -209,6 +212,14 @@ impl SessionConfig {
         }
         if config.resume_session_id.is_some() && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("resume_session_id"));
+        }
+        if config.resume_session_id.is_none() {
+            if config.fork_session == Some(true) {
+                return Err(ConfigError::NeedsResume("fork_session"));
+            }
+            if config.resume_at_message.is_some() {
+                return Err(ConfigError::NeedsResume("resume_at_message"));
+            }
         }
         if config.mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("mcp_servers"));
@@ -329,6 +340,7 @@ impl SessionConfig {
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
+            checkpoints: config.checkpoints.unwrap_or(version >= ProtocolVersion::V0_3),
             request_check,
             write_check,
             claim_check,

@@ -14,9 +14,11 @@
 //! tools, through `agent`.
 
 mod end;
+pub mod fork;
 mod open;
 mod persist;
 pub mod queue;
+mod rewind;
 mod runner;
 
 pub use end::Ending;
@@ -60,6 +62,8 @@ struct Shared {
     meter: Mutex<Option<Arc<Meter>>>,
     /// What the session's sends cost (see [`Shared::add_cost`]).
     cost: Mutex<SessionCost>,
+    /// Copies of the workspace's files for the checkpoints of commands.
+    shadow: Arc<Mutex<crate::checkpoint::snapshot::Shadow>>,
 }
 
 /// The dollars of a session's model calls so far.
@@ -174,6 +178,14 @@ impl Session {
     /// `result` with id `id`.
     pub fn compact(&self, id: String) -> Result<(), SendRejected> {
         self.enqueue(id, String::new(), JobKind::Compact, SendSpec::default())
+    }
+
+    /// Queues a rewind (0.3.0 `rewind`, `POST …/rewind`): it runs in turn
+    /// like a send, puts the workspace's files back to how they were before
+    /// send `to_send`, and is answered by one `result` with id `id`
+    /// (`rewound` lists the files; `rewind_refused` when nothing could be).
+    pub fn rewind(&self, id: String, to_send: String) -> Result<(), SendRejected> {
+        self.enqueue(id, to_send, JobKind::Rewind, SendSpec::default())
     }
 
     fn enqueue(&self, id: String, message: String, kind: JobKind, spec: SendSpec) -> Result<(), SendRejected> {
@@ -317,6 +329,10 @@ impl Session {
                 refuse(r.id, &"compact needs protocol_version 0.3.0")
             }
             Request::Compact(r) => self.compact(r.id.clone()).err().and_then(|e| refuse(r.id, &e)),
+            Request::Rewind(r) if self.shared.config.version < ProtocolVersion::V0_3 => {
+                refuse(r.id, &"rewind needs protocol_version 0.3.0")
+            }
+            Request::Rewind(r) => self.rewind(r.id.clone(), r.send_id).err().and_then(|e| refuse(r.id, &e)),
             Request::Init(r) => refuse(r.id.clone(), &"the session is already initialized"),
             Request::Shutdown(r) => refuse(r.id, &"shutdown is handled by the transport"),
         }

@@ -43,6 +43,19 @@ pub enum ResumeError {
     /// Not stored, held by another process, or the store failed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// `resume_at_message` names no message it holds.
+    #[error("{0}")]
+    At(super::fork::ForkError),
+}
+
+impl From<super::fork::ForkError> for ResumeError {
+    fn from(e: super::fork::ForkError) -> ResumeError {
+        match e {
+            super::fork::ForkError::Store(s) => ResumeError::Store(s),
+            super::fork::ForkError::NoMeta => ResumeError::NoMeta,
+            other => ResumeError::At(other),
+        }
+    }
 }
 
 impl Session {
@@ -97,6 +110,7 @@ impl Session {
             overrides: Mutex::default(),
             meter: Mutex::default(),
             cost: Mutex::default(),
+            shadow: Arc::default(),
         });
         Ok(Session::start(shared, opened.conv))
     }

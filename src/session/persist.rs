@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use super::fork::{CUT_RESULT, ForkMeta, cut, fork_stored};
 use super::{OpenError, ResumeError};
 use crate::config::SessionConfig;
 use crate::conversation::Conversation;
@@ -63,15 +64,44 @@ pub(super) async fn open_log(
             model: config.model.clone(),
             workspace: config.workspace.display().to_string(),
             config: serde_json::to_value(&stored).unwrap_or_default(),
+            forked_from: None,
         });
         conv.start_log(journal.clone());
         return Ok(Opened { conv, journal: Some(journal), interrupted: Vec::new() });
     };
     let Some(store) = store else { return Err(resume_error(&id)(ResumeError::PersistenceOff)) };
+    // A fork is a new log holding a copy (see `fork`), then resumed as any
+    // stored session: the session it copies is only read.
+    let (id, at) = if init.fork_session == Some(true) {
+        let mut stored = init.clone();
+        (stored.persist, stored.resume_session_id, stored.fork_session, stored.resume_at_message) =
+            (None, None, None, None);
+        let meta = ForkMeta {
+            protocol_version: config.version.as_str().to_owned(),
+            model: config.model.clone(),
+            workspace: config.workspace.display().to_string(),
+            config: serde_json::to_value(&stored).unwrap_or_default(),
+        };
+        let new_id = config.session_id.clone();
+        fork_stored(&store, &id, init.resume_at_message, &new_id, Some(meta))
+            .await
+            .map_err(|e| resume_error(&id)(e.into()))?;
+        (new_id, None)
+    } else {
+        (id, init.resume_at_message)
+    };
     let entries = store.load(&id, 0).await.map_err(|e| resume_error(&id)(e.into()))?;
-    let folded = fold(&entries);
+    let mut folded = fold(&entries);
     if folded.config.is_null() {
         return Err(resume_error(&id)(ResumeError::NoMeta));
+    }
+    let held = folded.messages.len();
+    folded.messages = cut(std::mem::take(&mut folded.messages), at).map_err(|e| resume_error(&id)(e.into()))?;
+    let was_cut = folded.messages.len() < held;
+    if was_cut {
+        // What was cut away is no longer the conversation; a send open in
+        // it is not the model's to hear about.
+        folded.interrupted.clear();
     }
     let epoch = store.claim(&id).await.map_err(|e| resume_error(&id)(e.into()))?;
     config.session_id = id.clone();
@@ -82,7 +112,12 @@ pub(super) async fn open_log(
         tracing::warn!(session_id = %id, skipped = folded.unreadable, "stored messages this build cannot read");
     }
     let mut conv = Conversation::restore(folded.messages, count);
-    conv.log_to(journal.clone());
+    if was_cut {
+        conv.start_log(journal.clone());
+        conv.repair(CUT_RESULT);
+    } else {
+        conv.log_to(journal.clone());
+    }
     // A log written without its system prompt (before pirn logged it at
     // once) gets the resuming init's.
     conv.ensure_system(&config.system_prompt);

@@ -46,6 +46,9 @@ pub enum JobKind {
     Send,
     /// Summarises the older conversation (0.3.0 `compact`).
     Compact,
+    /// Puts the files back to before the send whose id is the job's
+    /// `message` (0.3.0 `rewind`).
+    Rewind,
 }
 
 /// See the module doc.

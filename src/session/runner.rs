@@ -17,10 +17,11 @@ use futures_util::FutureExt;
 use super::Shared;
 use super::queue::{Job, JobKind, Next};
 use crate::agent::{self, Emitter, Outcome, SendStats};
+use crate::checkpoint::{Bounds, SendCheckpoint};
 use crate::conversation::Conversation;
 use crate::hooks;
 use crate::store::Body;
-use crate::wire::{ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason};
+use crate::wire::{CheckpointKept, ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason};
 
 /// Runs sends until the session closes and its queue is empty, with the
 /// operator's `SessionStart` hooks first (their context joins the system
@@ -56,12 +57,26 @@ enum Ended {
 
 /// Runs one send with heartbeats and cancellation, then writes its result.
 async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
+    if job.kind == JobKind::Rewind {
+        let result = super::rewind::run(shared, job).await;
+        shared.out(OutgoingMessage::Result(Box::new(result))).await;
+        return;
+    }
     let changed = shared.effective_config();
     let config = changed.as_ref().unwrap_or(&shared.config);
     let started = Instant::now();
     if let Some(journal) = &shared.journal {
         let compact = matches!(job.kind, JobKind::Compact);
         journal.record(Body::Send { send_id: job.id.clone(), message: job.message.clone(), compact });
+        if job.kind == JobKind::Send && config.checkpoints {
+            job.spec.checkpoint = Some(Arc::new(SendCheckpoint::new(
+                &job.id,
+                config.workspace.clone(),
+                journal.clone(),
+                Bounds::default(),
+                shared.shadow.clone(),
+            )));
+        }
     }
     let trace = crate::telemetry::SendTrace::start(
         &config.session_id,
@@ -99,6 +114,8 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
                     }
                 }
                 JobKind::Compact => agent::compact_now(config, conv, &mut stats, &emitter).await,
+                // Run by `super::rewind` before the agent is reached.
+                JobKind::Rewind => Outcome::Ok { response: String::new() },
             }
         };
         // A panic anywhere in the loop (a bug) must not swallow the result.
@@ -124,6 +141,8 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         // running tool's process group is killed.
     };
     *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    // After the agent future is gone (a command it ran is killed by then).
+    let kept = job.spec.checkpoint.take().and_then(|c| c.finish());
     // A model call or tool cut off by the cancel still counts.
     stats.close_interrupted();
     let (status, response, error, stop) = match ended {
@@ -169,6 +188,8 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         structured_output: stats.structured_output.take(),
         durable: None,
         side_calls: Some(std::mem::take(&mut stats.side_calls)).filter(|s| s.calls > 0),
+        checkpoint: kept.map(|k| CheckpointKept { files: k.files, bytes: k.bytes, unkept: k.unkept }),
+        rewound: None,
         session_cost_usd,
         files_changed: Some(std::mem::take(&mut stats.files_changed)),
         calls_completed: stats.calls_completed,

@@ -26,7 +26,17 @@ pub enum Body {
     /// The first entry: the session as `init` opened it. `config` is
     /// `init.config` as given (it holds no secrets: API keys come from the
     /// environment, which is never stored).
-    Meta { session_id: String, protocol_version: String, model: String, workspace: String, config: Value },
+    Meta {
+        session_id: String,
+        protocol_version: String,
+        model: String,
+        workspace: String,
+        config: Value,
+        /// A fork's origin: `{session_id, at_message}` (see
+        /// `session::fork`); absent for a session opened fresh.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<ForkedFrom>,
+    },
     /// A process took the session over (`resume_session_id`).
     Resume { pid: u32, host: String },
     /// A conversation message as sent to the model (OpenAI chat format).
@@ -53,10 +63,51 @@ pub enum Body {
     /// Consecutive emitted lines logged together (what a journal batch
     /// held), in frame order.
     Lines { lines: Vec<LineOf> },
+    /// What a file was before send `send_id` first changed it (see
+    /// `checkpoint`): `path` relative to the workspace.
+    Checkpoint { send_id: String, path: String, before: FileBefore },
+    /// What send `send_id` left in each file it changed, at its end
+    /// (`hash`: [`FileBefore::File`]'s hash of the bytes; absent: no file).
+    Left { send_id: String, files: Vec<FileLeft> },
+    /// A rewind put back the files of the sends from the one whose `send`
+    /// entry is `to_seq` on: those sends' checkpoints are spent.
+    Rewind { to_seq: u64, restored: Vec<String> },
     /// Entries that never reached the store: while it failed, more was
     /// handed in than the journal holds for a retry, and the oldest were
     /// dropped. Written when the store works again, where they were.
     Gap { entries: u64, cause: String },
+}
+
+/// Where a forked session came from (its `meta` entry's `forked_from`):
+/// the stored session it copies and how many of that session's messages
+/// it holds (from 1, the system prompt not counted).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    pub at_message: u64,
+}
+
+/// A file as it was before a send changed it (a `checkpoint` entry).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum FileBefore {
+    /// There was no file at the path.
+    Absent,
+    /// A regular file: its permission bits (`st_mode & 0o7777`), its bytes
+    /// in standard base64, and the 64-bit FNV-1a hash of the bytes as 16
+    /// hex digits.
+    File { mode: u32, data: String, hash: String },
+    /// There was a file, but it was not kept (over the checkpoint bounds,
+    /// or unreadable): a rewind cannot put it back. `reason` says which.
+    Unkept { reason: String },
+}
+
+/// A file as a send left it (a `left` entry).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+pub struct FileLeft {
+    pub path: String,
+    /// The hash of its bytes (as in [`FileBefore::File`]); `None`: no file.
+    pub hash: Option<String>,
 }
 
 /// One line of a [`Body::Lines`] entry: the fields of a `line` body.
@@ -120,6 +171,9 @@ impl NewEntry {
             Body::Line { .. } => "line",
             Body::Lines { .. } => "lines",
             Body::Gap { .. } => "gap",
+            Body::Checkpoint { .. } => "checkpoint",
+            Body::Left { .. } => "left",
+            Body::Rewind { .. } => "rewind",
         };
         let body = serde_json::to_string(body).ok()?;
         Some(NewEntry { n, at_ms, kind, body })

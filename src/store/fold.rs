@@ -56,7 +56,7 @@ pub fn fold(entries: &[Stored]) -> Folded {
             Body::Send { send_id, message, .. } => open.push((send_id.clone(), message.clone())),
             // What a gap lost is not known; a send whose result was in it
             // reads as interrupted, which is the honest reading.
-            Body::Gap { .. } => {}
+            Body::Gap { .. } | Body::Checkpoint { .. } | Body::Left { .. } | Body::Rewind { .. } => {}
             Body::Line { .. } | Body::Lines { .. } => {
                 for (frame, send_id, event, _) in e.lines() {
                     f.last_frame = f.last_frame.max(frame);

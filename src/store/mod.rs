@@ -35,7 +35,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-pub use entry::{Body, NewEntry, Stored};
+pub use entry::{Body, FileBefore, FileLeft, NewEntry, Stored};
 pub use journal::Journal;
 
 /// Why a store operation failed.

@@ -131,6 +131,17 @@ impl Confined {
         self.root.dir.metadata(self.rel_or_dot()).is_ok_and(|m| m.is_dir())
     }
 
+    /// Gives the file the permission bits `mode` (`& 0o7777`).
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        use cap_std::fs::PermissionsExt;
+        self.root.dir.set_permissions(&self.rel, cap_std::fs::Permissions::from_mode(mode & 0o7777))
+    }
+
+    /// Deletes the file (not a directory).
+    pub fn remove_file(&self) -> io::Result<()> {
+        self.root.dir.remove_file(&self.rel)
+    }
+
     /// Writes `bytes` to a temp file beside the target (creating parent
     /// directories beneath the root), fsyncs it, gives it the old file's
     /// permissions and renames it over the target: readers never see a

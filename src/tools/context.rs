@@ -49,6 +49,22 @@ pub struct ToolContext {
     /// The help the file tools give beyond exact edits and writes (a
     /// profile's switches); all off by default.
     pub help: WriteHelp,
+    /// Told before each write to disk and around each command (a send's
+    /// file checkpoints, see [`FileWatch`]). `None`: nobody watches.
+    pub checkpoint: Option<std::sync::Arc<dyn FileWatch>>,
+}
+
+/// What wants to know before the file tools change the workspace (the
+/// session's file checkpoints): called before a write to disk lands and
+/// around each command. Implementations must not fail the call.
+pub trait FileWatch: Send + Sync + std::fmt::Debug {
+    /// `path` (absolute, beneath the workspace) is about to be written.
+    fn before_write(&self, path: &Path);
+    /// A command is about to run (blocking work is allowed: this runs on
+    /// the blocking pool).
+    fn before_command(&self);
+    /// The command ended.
+    fn after_command(&self);
 }
 
 /// What the file tools do beyond exact edits and writes, for models that
@@ -97,6 +113,7 @@ impl ToolContext {
             client_files: None,
             chat_file: None,
             help: WriteHelp::default(),
+            checkpoint: None,
         }
     }
 
@@ -107,6 +124,10 @@ impl ToolContext {
 
     /// Writes `text` to `target` ([`client_files::write_text`]).
     pub fn write_text(&self, target: &confine::Confined, text: &str) -> std::io::Result<()> {
+        let on_disk = self.client_files.as_ref().is_none_or(|c| !c.writes());
+        if let Some(cp) = self.checkpoint.as_ref().filter(|_| on_disk) {
+            cp.before_write(target.path());
+        }
         client_files::write_text(self.client_files.as_deref(), target, text)
     }
 

@@ -37,7 +37,7 @@ pub mod write_file;
 
 use std::path::PathBuf;
 
-pub use context::{ToolContext, WriteHelp};
+pub use context::{FileWatch, ToolContext, WriteHelp};
 use serde::de::DeserializeOwned;
 pub use spec::{schema_of, specs};
 
@@ -210,7 +210,13 @@ pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &Tool
         "grep" => blocking(arguments, ctx, grep::run).await,
         _ => {
             let ran = match parse_args::<bash::Args>(arguments) {
-                Ok(args) => bash::run(args, ctx).await,
+                Ok(args) => {
+                    let cp = ctx.checkpoint.clone();
+                    around(&cp, |c| c.before_command()).await;
+                    let ran = bash::run(args, ctx).await;
+                    around(&cp, |c| c.after_command()).await;
+                    ran
+                }
                 Err(e) => return ToolOutput::error(cap_output(e.to_string(), ctx.result_cap)),
             };
             // A command that ran and exited non-zero is still a run.
@@ -252,6 +258,14 @@ where
     match tokio::task::spawn_blocking(move || f(args, &ctx).map(Into::into)).await {
         Ok(result) => result,
         Err(e) => Err(ToolError::Failed(format!("tool failed internally: {e}"))),
+    }
+}
+
+/// Runs `f` on the send's checkpoint record, if it has one, on the
+/// blocking pool (a stat walk of the workspace).
+async fn around(cp: &Option<std::sync::Arc<dyn FileWatch>>, f: fn(&dyn FileWatch)) {
+    if let Some(cp) = cp.clone() {
+        let _ = tokio::task::spawn_blocking(move || f(cp.as_ref())).await;
     }
 }
 

@@ -88,7 +88,8 @@ pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
     let fail = |message: String| DecodeError { id: id.clone(), message };
     match map.get("type") {
         Some(Value::String(t)) => {
-            const KNOWN: [&str; 7] = ["init", "send", "status", "cancel", "shutdown", "permission_response", "compact"];
+            const KNOWN: [&str; 8] =
+                ["init", "send", "status", "cancel", "shutdown", "permission_response", "compact", "rewind"];
             if !KNOWN.contains(&t.as_str()) {
                 return Err(fail(format!("unknown request type {t:?}")));
             }

@@ -381,4 +381,9 @@ pub enum ErrorCode {
     /// the compaction (`PreCompact`); the message carries its reason
     /// (0.2.0 clients see `tool_error`).
     HookBlocked,
+    /// 0.3.0: a `rewind` put nothing back: a file's state before was not
+    /// kept, or it changed since the send left it; `details` lists them
+    /// (`{"unkept": […]}` or `{"changed_since": […]}`) (0.2.0 clients see
+    /// `tool_error`).
+    RewindRefused,
 }

@@ -28,6 +28,10 @@ pub enum Request {
     /// 0.3.0: summarise the older conversation now (queued like a send;
     /// answered by a `context_compact` event and a `result`).
     Compact(IdOnly),
+    /// 0.3.0: put the workspace's files back to how they were before send
+    /// `send_id` (queued like a send; answered by one `result` whose
+    /// `rewound` lists each file put back).
+    Rewind(RewindRequest),
 }
 
 impl Request {
@@ -40,6 +44,7 @@ impl Request {
             Request::Cancel(r) => &r.id,
             Request::PermissionResponse(r) => &r.id,
             Request::Compact(r) => &r.id,
+            Request::Rewind(r) => &r.id,
         }
     }
 }
@@ -212,6 +217,30 @@ pub struct InitConfig {
     /// `init_ok.session_id` is this id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_session_id: Option<String>,
+    /// With `resume_session_id` (0.3.0): open a new session, with its own
+    /// id, holding a copy of the stored session's conversation (up to
+    /// `resume_at_message` when set), instead of continuing that session;
+    /// the stored session is not changed and both go on independently.
+    /// Without `resume_session_id`, init fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_session: Option<bool>,
+    /// With `resume_session_id` (0.3.0): keep the stored conversation up to
+    /// and including its N-th message (from 1, the system prompt not
+    /// counted: `status_ok.messages_count` less one), dropping the later ones;
+    /// a kept tool call whose result was dropped gets a "no result" result.
+    /// Without `fork_session` the session itself is cut there (a `history`
+    /// entry in its log; the earlier entries stay). Default: all. A number
+    /// above the messages held fails init, naming how many there are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_at_message: Option<u64>,
+    /// Keep what each file was before a send changed it, in the session's
+    /// log, so `rewind` can put it back (0.3.0; default true in a logged
+    /// session; nothing is kept when the session is not logged). Caught:
+    /// `write_file`, `edit_file`, file blocks, and what `bash` did to the
+    /// files git would see; bounded per file and per send (see
+    /// `result.checkpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<bool>,
     /// MCP servers whose tools the model may call (0.3.0), started at init.
     /// Their tools are named `mcp__<server>__<tool>` and are enabled by
     /// `tools` entries (exact names or globs such as `mcp__fs__*`).
@@ -354,6 +383,15 @@ pub struct CancelRequest {
     pub id: String,
     /// The `id` of the send to cancel.
     pub target_id: String,
+}
+
+/// 0.3.0 `rewind`: `{type, id, send_id}`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct RewindRequest {
+    pub id: String,
+    /// The send whose changes, and every later send's, are undone (the
+    /// latest send with this id when the session reused one).
+    pub send_id: String,
 }
 
 /// pirn extension `permission_response`: `{type, id, request_id, decision}`.

@@ -63,6 +63,14 @@ pub struct SendResult {
     /// and their usage; absent when none was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_calls: Option<SideCalls>,
+    /// 0.3.0: what the session's log kept of the files this send changed,
+    /// so `rewind` can put them back; absent when it changed none (or
+    /// checkpoints are off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointKept>,
+    /// 0.3.0, the result of a `rewind`: each file put back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewound: Option<Vec<RewoundFile>>,
     /// 0.3.0: `false` when the session is logged and the log could not
     /// store this send's entries (a `store_error` event names why); absent
     /// otherwise: a logged session's result leaves only once durable.
@@ -76,6 +84,30 @@ pub struct SendResult {
     pub calls_completed: u32,
     #[serde(flatten)]
     pub correlation: Correlation,
+}
+
+/// 0.3.0 `result.checkpoint`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct CheckpointKept {
+    /// Files whose state before the send is kept (created files included).
+    pub files: u32,
+    /// Bytes of content kept.
+    pub bytes: u64,
+    /// Files the send changed whose state before was not kept (over the
+    /// bounds: 8 MiB a file, 64 MiB a send; or unreadable): a rewind across
+    /// this send refuses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unkept: Vec<String>,
+}
+
+/// One file a `rewind` put back (`result.rewound`).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct RewoundFile {
+    /// Relative to the workspace.
+    pub path: String,
+    /// `restored` (its bytes and mode put back) or `deleted` (it did not
+    /// exist before the send).
+    pub action: String,
 }
 
 /// 0.3.0 `result.side_calls`: the model calls of a send that were not
@@ -145,6 +177,8 @@ impl SendResult {
             structured_output: None,
             durable: None,
             side_calls: None,
+            checkpoint: None,
+            rewound: None,
             session_cost_usd: None,
             files_changed: None,
             calls_completed: 0,

@@ -113,6 +113,8 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             r.session_cost_usd = None;
             r.files_changed = None;
             r.side_calls = None;
+            r.checkpoint = None;
+            r.rewound = None;
             if let Some(e) = &mut r.error {
                 e.code = heddle_code(e.code);
                 heddle_details(&mut e.details);
@@ -151,7 +153,10 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
 /// document lists.
 fn heddle_code(code: ErrorCode) -> ErrorCode {
     match code {
-        ErrorCode::VerificationFailed | ErrorCode::OutputInvalid | ErrorCode::HookBlocked => ErrorCode::ToolError,
+        ErrorCode::VerificationFailed
+        | ErrorCode::OutputInvalid
+        | ErrorCode::HookBlocked
+        | ErrorCode::RewindRefused => ErrorCode::ToolError,
         ErrorCode::BudgetExceeded => ErrorCode::MaxIterations,
         ErrorCode::InvalidRequest => ErrorCode::ProtocolError,
         other => other,

@@ -39,6 +39,7 @@ fn meta(model: &str) -> Body {
         model: model.into(),
         workspace: "/w".into(),
         config: json!({"model": model}),
+        forked_from: None,
     }
 }
 
@@ -194,6 +195,7 @@ fn the_file_store_keeps_a_bounded_number_of_logs_open_and_fences_a_taken_one() {
         model: "m".into(),
         workspace: "/w".into(),
         config: json!({}),
+        forked_from: None,
     };
     let e = |n| NewEntry::new(n, 1, &meta).unwrap();
     // Descriptors of this process that name a log of this store (other

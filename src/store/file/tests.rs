@@ -27,6 +27,7 @@ fn a_torn_tail_is_dropped_and_truncated_and_a_bad_middle_line_is_an_error() {
         model: "m".into(),
         workspace: "/w".into(),
         config: serde_json::json!({}),
+        forked_from: None,
     };
     let e = |n| NewEntry::new(n, 1, &meta).unwrap();
     assert_eq!(store.append("s", "w", &[e(0), e(1)], true).unwrap(), 2);

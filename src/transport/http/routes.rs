@@ -25,11 +25,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions"),
     ("GET", "/v1/sessions/{id}"),
     ("DELETE", "/v1/sessions/{id}"),
+    ("POST", "/v1/sessions/{id}/fork"),
     ("POST", "/v1/sessions/{id}/sends"),
     ("GET", "/v1/sessions/{id}/events"),
     ("GET", "/v1/sessions/{id}/messages"),
     ("POST", "/v1/sessions/{id}/cancel"),
     ("POST", "/v1/sessions/{id}/compact"),
+    ("POST", "/v1/sessions/{id}/rewind"),
     ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
     ("GET", "/v1/sessions/{id}/ws"),
     ("GET", "/v1/sessions/{id}/webhook"),
@@ -74,12 +76,14 @@ pub(super) fn router(app: Arc<App>) -> Router {
         .route("/api/health", get(console::health))
         .route("/shutdown", post(sessions::shutdown))
         .route("/v1/sessions", get(sessions::list_sessions).post(sessions::create_session))
+        .route("/v1/sessions/{id}/fork", post(sessions::fork_session))
         .route("/v1/sessions/{id}", get(sessions::session_status).delete(sessions::delete_session))
         .route("/v1/sessions/{id}/sends", post(sends::create_send))
         .route("/v1/sessions/{id}/events", get(events::events))
         .route("/v1/sessions/{id}/messages", get(history::messages))
         .route("/v1/sessions/{id}/cancel", post(sends::cancel))
         .route("/v1/sessions/{id}/compact", post(sends::compact))
+        .route("/v1/sessions/{id}/rewind", post(sends::rewind))
         .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))
         .route("/v1/sessions/{id}/ws", get(ws::websocket))
         .route("/v1/sessions/{id}/webhook", get(inbox::show).post(inbox::rotate))

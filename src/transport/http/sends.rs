@@ -16,7 +16,7 @@ use super::{App, KEEPALIVE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::wire::http::ErrorBody;
-use crate::wire::http::sessions::{CancelAccepted, CancelBody, PermissionAnswer, SendBody, SendQueued};
+use crate::wire::http::sessions::{CancelAccepted, CancelBody, PermissionAnswer, RewindBody, SendBody, SendQueued};
 
 #[derive(Deserialize)]
 pub struct SendQuery {
@@ -110,6 +110,29 @@ pub async fn compact(State(app): State<Arc<App>>, Path(id): Path<String>) -> Res
     let s = app.get(&id)?;
     let send_id = format!("compact-{}", uuid::Uuid::new_v4().simple());
     s.session.compact(send_id.clone()).map_err(|e| match e {
+        SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
+        e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
+    })?;
+    Ok((StatusCode::ACCEPTED, axum::Json(SendQueued { send_id })).into_response())
+}
+
+/// `POST /v1/sessions/{id}/rewind {send_id}` → 202: queued like a send;
+/// its `result` (id in the answer) lists the files put back.
+#[utoipa::path(post, path = "/v1/sessions/{id}/rewind", operation_id = "rewind", tag = "sessions",
+    summary = "Put the workspace's files back to before a send (queued; answered by a result event)",
+    params(("id" = String, Path, description = "session_id")),
+    request_body = RewindBody,
+    responses(
+        (status = 202, description = "queued; the result event with this send_id says what was put back", body = SendQueued),
+        (status = 400, description = "bad body", body = ErrorBody),
+        (status = 404, description = "unknown session", body = ErrorBody),
+        (status = 409, description = "SESSION_CLOSING", body = ErrorBody),
+        (status = 429, description = "QUEUE_FULL", body = ErrorBody)))]
+pub async fn rewind(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Result<HttpResponse, ApiError> {
+    let s = app.get(&id)?;
+    let body: RewindBody = json_body(body).await?;
+    let send_id = format!("rewind-{}", uuid::Uuid::new_v4().simple());
+    s.session.rewind(send_id.clone(), body.send_id).map_err(|e| match e {
         SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
         e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
     })?;

@@ -19,7 +19,7 @@ use crate::transport::hub::Hub;
 use crate::wire::http::ErrorBody;
 use crate::wire::http::Ok as Acknowledged;
 use crate::wire::http::sessions::{
-    CreateSession, Health, SessionCreated, SessionList, SessionListEntry, SessionStatus,
+    CreateSession, ForkSession, Health, SessionCreated, SessionList, SessionListEntry, SessionStatus,
 };
 use crate::wire::{self, InitConfig, PROTOCOL_VERSION, ProtocolVersion};
 
@@ -92,6 +92,43 @@ pub async fn create_session(State(app): State<Arc<App>>, body: Body) -> Result<H
     Ok((StatusCode::CREATED, axum::Json(SessionCreated { session_id, protocol_version })).into_response())
 }
 
+/// `POST /v1/sessions/{id}/fork`: a new live session holding a copy of
+/// stored session `id` (see [`ForkSession`]).
+#[utoipa::path(post, path = "/v1/sessions/{id}/fork", operation_id = "fork_session", tag = "sessions", summary = "Fork a stored session (at a message) into a new live one",
+    params(("id" = String, Path, description = "the stored session to copy")),
+    request_body = ForkSession,
+    responses(
+        (status = 201, description = "the fork, live", body = SessionCreated),
+        (status = 400, description = "NO_SUCH_MESSAGE, protocol_error or protocol_version_mismatch", body = ErrorBody),
+        (status = 404, description = "no such stored session", body = ErrorBody),
+        (status = 503, description = "TOO_MANY_SESSIONS or STORE_UNAVAILABLE", body = ErrorBody)))]
+pub async fn fork_session(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<HttpResponse, ApiError> {
+    let bytes = read_body(body).await?;
+    let fork: ForkSession = if bytes.iter().all(u8::is_ascii_whitespace) {
+        ForkSession::default()
+    } else {
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("invalid fork body: {e}")))?
+    };
+    let mut body = Map::new();
+    body.insert("resume_session_id".into(), Value::String(id.clone()));
+    body.insert("fork_session".into(), Value::Bool(true));
+    if let Some(at) = fork.at_message {
+        body.insert("resume_at_message".into(), Value::from(at));
+    }
+    let body = with_stored_config(&app, &id, body).await?;
+    let config: InitConfig = serde_json::from_value(Value::Object(body))
+        .map_err(|e| ApiError::bad_request(format!("the stored session's config: {e}")))?;
+    let requested = fork.protocol_version.unwrap_or_else(|| PROTOCOL_VERSION.to_owned());
+    let s = open_session(&app, &requested, config).await?;
+    let session_id = s.session.config().session_id.clone();
+    let protocol_version = s.session.config().version.as_str().to_owned();
+    Ok((StatusCode::CREATED, axum::Json(SessionCreated { session_id, protocol_version })).into_response())
+}
+
 /// Opens a session asking for protocol `requested` and adds it to the live
 /// table: the one way every HTTP surface (REST, MCP, agent-webkit) starts
 /// one. In 0.3.0, `permission_responses` defaults to true (the HTTP client
@@ -126,6 +163,9 @@ pub async fn open_session(app: &App, requested: &str, mut config: InitConfig) ->
         }
         e @ OpenError::Resume { reason: ResumeError::Store(StoreError::Owned { .. }), .. } => {
             ApiError::new(StatusCode::CONFLICT, "SESSION_OWNED", e.to_string())
+        }
+        e @ OpenError::Resume { reason: ResumeError::At(_), .. } => {
+            ApiError::new(StatusCode::BAD_REQUEST, "NO_SUCH_MESSAGE", e.to_string())
         }
         e @ OpenError::Resume { .. } => ApiError::new(StatusCode::CONFLICT, "CANNOT_RESUME", e.to_string()),
     })?;

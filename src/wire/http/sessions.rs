@@ -62,6 +62,21 @@ pub struct CreateSession {
     pub config: InitConfig,
 }
 
+/// `POST /v1/sessions/{id}/fork`: open a new live session holding a copy
+/// of stored session `id`'s conversation (the stored one is not changed).
+/// Its config is the stored session's, with the fields given here over it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ForkSession {
+    /// Keep the stored conversation up to and including this message (from
+    /// 1, the system prompt not counted; default all). Past the messages
+    /// held: 400 `NO_SUCH_MESSAGE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_message: Option<u64>,
+    /// As for `POST /v1/sessions` (default `0.3.0`; a fork needs 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+}
+
 /// `201` to `POST /v1/sessions` (and `POST /agent-webkit/sessions`, whose
 /// `protocol_version` is agent-webkit's `1.0`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -170,6 +185,14 @@ pub struct CancelAccepted {
     pub send_id: String,
     /// False when the send had already ended or is unknown.
     pub cancelled: bool,
+}
+
+/// `POST /v1/sessions/{id}/rewind`: the send whose file changes (and every
+/// later send's) are undone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RewindBody {
+    /// The send's id (the latest send with it, when the session reused one).
+    pub send_id: String,
 }
 
 /// `POST /v1/sessions/{id}/permissions/{request_id}`: the answer to a

@@ -1,0 +1,64 @@
+//! A session's `rewind` job: its files put back to before a send, from the
+//! checkpoints in the session's own log.
+//!
+//! Owns: running a queued rewind (after the sends before it, never beside
+//! one: the queue runs one job at a time) and its one `result`: `ok` with
+//! `rewound` and `files_changed` naming each file put back, or
+//! `rewind_refused` with nothing changed. The rules of what is put back
+//! are [`crate::checkpoint::rewind`]'s; here the log is read (once every
+//! entry so far is stored) and the `rewind` entry written.
+
+use super::Shared;
+use super::queue::Job;
+use crate::checkpoint::rewind::{RewindError, apply, plan};
+use crate::store::Body;
+use crate::wire::{ErrorCode, ErrorEnvelope, RewoundFile, SendResult, Status, StopReason};
+
+/// Runs rewind `job` (its `message` is the send to rewind to).
+pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
+    let correlation = shared.config.correlation.clone();
+    let refused = |code: ErrorCode, message: String, details: Option<serde_json::Value>| {
+        let mut error = ErrorEnvelope::new(code, message);
+        error.details = details;
+        let mut r = SendResult::error(job.id.clone(), error, correlation.clone());
+        r.stop_reason = Some(StopReason::Error);
+        r.files_changed = Some(Vec::new());
+        r
+    };
+    let Some(journal) = &shared.journal else {
+        return refused(ErrorCode::RewindRefused, "this session is not logged, so it kept no checkpoints".into(), None);
+    };
+    let _ = journal.durable().await;
+    let entries = match journal.store().load(&shared.config.session_id, 0).await {
+        Ok(e) => e,
+        Err(e) => return refused(ErrorCode::RewindRefused, format!("the session's log cannot be read: {e}"), None),
+    };
+    let workspace = shared.config.workspace.clone();
+    let to = job.message.clone();
+    let done =
+        tokio::task::spawn_blocking(move || plan(&entries, &to).and_then(|p| apply(&p, &workspace).map(|r| (p, r))))
+            .await
+            .unwrap_or_else(|e| Err(RewindError::Io(format!("the rewind failed internally: {e}"))));
+    let (plan, restored) = match done {
+        Ok(d) => d,
+        Err(e) => {
+            let details = match &e {
+                RewindError::Unkept(p) => Some(serde_json::json!({ "unkept": p })),
+                RewindError::ChangedSince(p) => Some(serde_json::json!({ "changed_since": p })),
+                _ => None,
+            };
+            return refused(ErrorCode::RewindRefused, e.to_string(), details);
+        }
+    };
+    journal.record(Body::Rewind { to_seq: plan.to_seq, restored: restored.iter().map(|r| r.path.clone()).collect() });
+    let _ = journal.durable().await;
+    let summary: Vec<String> = restored.iter().map(|r| format!("{} {}", r.action, r.path)).collect();
+    let mut result = SendResult::error(job.id, ErrorEnvelope::cancelled(), correlation);
+    result.status = Status::Ok;
+    result.error = None;
+    result.response = Some(format!("Rewound to before send {:?}: {}.", job.message, summary.join(", ")));
+    result.stop_reason = Some(StopReason::EndTurn);
+    result.files_changed = Some(restored.iter().map(|r| r.path.clone()).collect());
+    result.rewound = Some(restored.into_iter().map(|r| RewoundFile { path: r.path, action: r.action }).collect());
+    result
+}
