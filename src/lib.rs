@@ -38,3 +38,4 @@ pub mod tools;
 pub mod transcript;
 pub mod transport;
 pub mod wire;
+pub mod worktree;

@@ -15,7 +15,7 @@ use pirn::transport::signal::shutdown_signal;
 use pirn::transport::stdio::with_store;
 use pirn::transport::tap::JournalSlot;
 use pirn::transport::writer::{self, Format};
-use pirn::wire::{InitConfig, PROTOCOL_VERSION, SendOptions};
+use pirn::wire::{InitConfig, PROTOCOL_VERSION, SendOptions, WorktreeCleanup, WorktreeSpec};
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -65,6 +65,15 @@ pub struct RunArgs {
     /// without --fork-session the stored session itself is cut there.
     #[arg(long, value_name = "N")]
     resume_at: Option<u64>,
+    /// Run in a new git worktree of the workspace's repository, on branch
+    /// pirn/NAME from HEAD, under $PIRN_HOME/worktrees/ (NAME: pirn-<8 hex>
+    /// when not given); the result's `worktree` says where and what changed.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    worktree: Option<String>,
+    /// At the end, remove the worktree (and its branch) when nothing in it
+    /// changed; default: keep it.
+    #[arg(long, requires = "worktree")]
+    remove_unchanged_worktree: bool,
     /// The sandbox of bash and stdio MCP servers: workspace-write, read-only
     /// or off [env: PIRN_SANDBOX; default: workspace-write].
     #[arg(long, value_parser = super::serve::parse_sandbox)]
@@ -195,6 +204,11 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         resume_session_id: args.resume,
         fork_session: args.fork_session.then_some(true),
         resume_at_message: args.resume_at,
+        worktree: args.worktree.map(|n| match n.as_str() {
+            "" => WorktreeSpec::Switch(true),
+            _ => WorktreeSpec::Name(n),
+        }),
+        worktree_cleanup: args.remove_unchanged_worktree.then_some(WorktreeCleanup::RemoveIfUnchanged),
         sandbox: args.sandbox,
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),

@@ -1,4 +1,4 @@
-//! `pirn sessions list|show|export|rm|fork|rewind`: the stored sessions from a shell,
+//! `pirn sessions list|show|export|rm|fork|rewind|worktrees|worktree-rm`: the stored sessions from a shell,
 //! in the store the environment names (`PIRN_HOME`, `PIRN_STORE`,
 //! `PIRN_TENANT`).
 //!
@@ -39,6 +39,20 @@ pub enum SessionsCommand {
         id: String,
         /// The send to undo, with every send after it.
         send: String,
+    },
+    /// The git worktrees pirn made for sessions (`--worktree`), with the
+    /// session, branch and whether the process that made it still runs.
+    Worktrees {
+        /// A JSON array instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a worktree pirn made (by name or path; its branch stays).
+    WorktreeRm {
+        name: String,
+        /// Even with changes in it that are not committed.
+        #[arg(long)]
+        force: bool,
     },
     /// Copy a stored session into a new one (its id on stdout); the stored
     /// one is not changed.
@@ -153,6 +167,37 @@ async fn execute(store: &Store, cmd: SessionsCommand, out: &mut Vec<u8>) -> Resu
             for r in restored {
                 let _ = writeln!(out, "{} {}", r.action, r.path);
             }
+        }
+        SessionsCommand::Worktrees { json } => {
+            let home = pirn::store::home(&|k| std::env::var(k).ok());
+            let all = pirn::worktree::list(&home);
+            if json {
+                let rows: Vec<serde_json::Value> = all
+                    .iter()
+                    .map(|(wt, live)| {
+                        let mut v = serde_json::to_value(wt).unwrap_or_default();
+                        v["live"] = serde_json::Value::Bool(*live);
+                        v
+                    })
+                    .collect();
+                let _ = serde_json::to_writer_pretty(&mut *out, &rows);
+                out.push(b'\n');
+            } else {
+                for (wt, live) in all {
+                    let live = if live { "live" } else { "-" };
+                    let _ =
+                        writeln!(out, "{}  {live:4}  {}  {}  {}", wt.name, wt.branch, wt.session_id, wt.path.display());
+                }
+            }
+        }
+        SessionsCommand::WorktreeRm { name, force } => {
+            let home = pirn::store::home(&|k| std::env::var(k).ok());
+            let found = pirn::worktree::list(&home)
+                .into_iter()
+                .find(|(wt, _)| wt.name == name || wt.path == std::path::Path::new(&name));
+            let Some((wt, _)) = found else { return Err(StoreError::NotFound(format!("worktree {name}"))) };
+            pirn::worktree::remove(&wt.repo, &wt.path, force).map_err(|e| StoreError::Config(e.to_string()))?;
+            let _ = writeln!(out, "removed {} (branch {} kept)", wt.path.display(), wt.branch);
         }
         SessionsCommand::Rm { id } => {
             if !store.delete(&id).await? {

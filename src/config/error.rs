@@ -45,6 +45,8 @@ pub enum ConfigError {
     Switch { var: &'static str, value: String },
     #[error("config.file_block_target is set but config.file_blocks is not true (the target is only read with it)")]
     TargetWithoutFileBlocks,
+    #[error("config.worktree: {0}")]
+    Worktree(String),
     #[error("config.{0} needs config.resume_session_id (the stored session to fork or cut)")]
     NeedsResume(&'static str),
     #[error(

@@ -120,6 +120,9 @@ pub struct SessionConfig {
     /// Keep file checkpoints of each send in the session's log (see
     /// `crate::checkpoint`; `init.config.checkpoints`, default on in 0.3.0).
     pub checkpoints: bool,
+    /// The git worktree the session runs in, and what happens to it at
+    /// the end (set by `Session::open` when `init.config.worktree` asks).
+    pub worktree: Option<(crate::worktree::Worktree, crate::wire::WorktreeCleanup)>,
     /// Ask the model whether an answer that changed no file was asked for
     /// a change (`config.request_check`, see `agent::gates::asked`).
     pub request_check: bool,
@@ -220,6 +223,9 @@ impl SessionConfig {
             if config.resume_at_message.is_some() {
                 return Err(ConfigError::NeedsResume("resume_at_message"));
             }
+        }
+        if config.worktree.as_ref().is_some_and(|w| w.wanted().is_some()) && version < ProtocolVersion::V0_3 {
+            return Err(ConfigError::NeedsV0_3("worktree"));
         }
         if config.mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("mcp_servers"));
@@ -341,6 +347,7 @@ impl SessionConfig {
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
             checkpoints: config.checkpoints.unwrap_or(version >= ProtocolVersion::V0_3),
+            worktree: None,
             request_check,
             write_check,
             claim_check,

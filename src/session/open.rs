@@ -17,7 +17,8 @@ use crate::config::{ConfigError, Limits, SessionConfig};
 use crate::conversation::Conversation;
 use crate::environment::Environment;
 use crate::mcp::client::McpTools;
-use crate::wire::{self, InitConfig, VersionError};
+use crate::wire::{self, InitConfig, VersionError, WorktreeCleanup};
+use crate::worktree::Worktree;
 
 /// Why a session could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -87,9 +88,11 @@ impl Session {
         files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
     ) -> Result<Session, OpenError> {
         let version = wire::negotiate(protocol_version)?;
-        let init = config;
+        let (init, worktree) = with_worktree(config, env, version).await?;
+        let init = &init;
         let mut config = SessionConfig::new(init, env, limits, version)?;
         config.client_files = files;
+        config.worktree = worktree;
         if let Some(servers) = init.mcp_servers.as_ref().filter(|s| !s.is_empty()) {
             let plan = config.policy.mode == crate::wire::ApprovalMode::Plan;
             let children = (&*config.sandbox, &config.env_passthrough[..]);
@@ -98,6 +101,10 @@ impl Session {
         }
         let messages = Arc::new(AtomicU64::new(0));
         let opened = persist::open_log(&mut config, init, env, messages.clone()).await?;
+        if let Some((wt, _)) = &mut config.worktree {
+            wt.session_id.clone_from(&config.session_id);
+            wt.save_record();
+        }
         let shared = Arc::new(Shared {
             config: Arc::new(config),
             outbox,
@@ -126,4 +133,36 @@ impl Session {
         });
         Session { shared, stopped }
     }
+}
+
+/// `init` as the session runs it: when it asks for a worktree (see
+/// [`crate::worktree`]), one is made and `cwd` points into it (and the
+/// copy that is logged asks for none, so a resume does not make another).
+async fn with_worktree<'a>(
+    init: &'a InitConfig,
+    env: &Environment,
+    version: wire::ProtocolVersion,
+) -> Result<(std::borrow::Cow<'a, InitConfig>, Option<(Worktree, WorktreeCleanup)>), OpenError> {
+    let Some(name) = init.worktree.as_ref().and_then(|w| w.wanted()) else {
+        return Ok((std::borrow::Cow::Borrowed(init), None));
+    };
+    if version < wire::ProtocolVersion::V0_3 {
+        return Err(ConfigError::NeedsV0_3("worktree").into());
+    }
+    let cwd = match &init.cwd {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::env::current_dir().map_err(ConfigError::WorkingDirectory)?,
+    };
+    let cwd = cwd.canonicalize().map_err(|_| ConfigError::NotADirectory(cwd.clone()))?;
+    let (home, name) = (env.home.clone(), name.map(str::to_owned));
+    let made = tokio::task::spawn_blocking(move || crate::worktree::create(&home, &cwd, name.as_deref(), ""))
+        .await
+        .map_err(|e| ConfigError::Worktree(e.to_string()))?
+        .map_err(|e| ConfigError::Worktree(e.to_string()))?;
+    let (wt, workspace) = made;
+    let mut init = init.clone();
+    init.cwd = Some(workspace.display().to_string());
+    init.worktree = None;
+    let cleanup = init.worktree_cleanup.take().unwrap_or_default();
+    Ok((std::borrow::Cow::Owned(init), Some((wt, cleanup))))
 }

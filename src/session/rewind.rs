@@ -60,5 +60,6 @@ pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
     result.stop_reason = Some(StopReason::EndTurn);
     result.files_changed = Some(restored.iter().map(|r| r.path.clone()).collect());
     result.rewound = Some(restored.into_iter().map(|r| RewoundFile { path: r.path, action: r.action }).collect());
+    result.worktree = super::runner::worktree_state(&shared.config).await;
     result
 }

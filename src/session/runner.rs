@@ -21,7 +21,10 @@ use crate::checkpoint::{Bounds, SendCheckpoint};
 use crate::conversation::Conversation;
 use crate::hooks;
 use crate::store::Body;
-use crate::wire::{CheckpointKept, ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason};
+use crate::wire::{
+    CheckpointKept, ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason, WorktreeCleanup,
+    WorktreeState,
+};
 
 /// Runs sends until the session closes and its queue is empty, with the
 /// operator's `SessionStart` hooks first (their context joins the system
@@ -42,6 +45,12 @@ pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
             Next::Wait => shared.wake.notified().await,
             Next::Stop => {
                 hooks::session_end(&shared.config, "other").await;
+                if let Some((wt, WorktreeCleanup::RemoveIfUnchanged)) = shared.config.worktree.clone() {
+                    let removed = tokio::task::spawn_blocking(move || wt.remove_if_unchanged()).await;
+                    if let Ok(Err(e)) = removed {
+                        tracing::warn!("the session's worktree could not be removed: {e}");
+                    }
+                }
                 return;
             }
         }
@@ -190,6 +199,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         side_calls: Some(std::mem::take(&mut stats.side_calls)).filter(|s| s.calls > 0),
         checkpoint: kept.map(|k| CheckpointKept { files: k.files, bytes: k.bytes, unkept: k.unkept }),
         rewound: None,
+        worktree: worktree_state(config).await,
         session_cost_usd,
         files_changed: Some(std::mem::take(&mut stats.files_changed)),
         calls_completed: stats.calls_completed,
@@ -199,6 +209,26 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         trace.end(&result);
     }
     shared.out(OutgoingMessage::Result(Box::new(result))).await;
+}
+
+/// The session's worktree as a result reports it (`None` without one, or
+/// when git cannot say).
+pub(super) async fn worktree_state(config: &crate::config::SessionConfig) -> Option<WorktreeState> {
+    let (wt, _) = config.worktree.clone()?;
+    tokio::task::spawn_blocking(move || {
+        let report =
+            wt.report().map_err(|e| tracing::warn!("the session's worktree cannot be read: {e}")).unwrap_or_default();
+        WorktreeState {
+            name: wt.name,
+            path: wt.path.display().to_string(),
+            branch: wt.branch,
+            base: wt.base,
+            changed: report.changed,
+            diff_stat: report.diff_stat,
+        }
+    })
+    .await
+    .ok()
 }
 
 /// The text of a panic payload (`&str` or `String`), else a placeholder.

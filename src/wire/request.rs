@@ -241,6 +241,19 @@ pub struct InitConfig {
     /// `result.checkpoint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoints: Option<bool>,
+    /// Run the session in a git worktree of the workspace's repository
+    /// (0.3.0): `true` (named `pirn-<8 hex>`) or a name (`[A-Za-z0-9._-]`,
+    /// up to 64). pirn makes it under `$PIRN_HOME/worktrees/` on a new
+    /// branch `pirn/<name>` from `HEAD`, and the session works in it (at
+    /// the same place inside as `cwd` is in the repository); each `result`
+    /// names it (`result.worktree`). `false` or absent: no worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeSpec>,
+    /// What happens to the worktree when the session ends: `keep` (default)
+    /// or `remove_if_unchanged` (removed, with its branch, when nothing in
+    /// it differs from where it started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree_cleanup: Option<WorktreeCleanup>,
     /// MCP servers whose tools the model may call (0.3.0), started at init.
     /// Their tools are named `mcp__<server>__<tool>` and are enabled by
     /// `tools` entries (exact names or globs such as `mcp__fs__*`).
@@ -316,6 +329,34 @@ pub struct InitConfig {
     /// send's `output_schema` is sent back to the model (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_retries: Option<u32>,
+}
+
+/// `init.config.worktree`: `true`/`false`, or the worktree's name.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum WorktreeSpec {
+    Switch(bool),
+    Name(String),
+}
+
+impl WorktreeSpec {
+    /// `None` for no worktree, `Some(None)` for a generated name.
+    pub fn wanted(&self) -> Option<Option<&str>> {
+        match self {
+            WorktreeSpec::Switch(false) => None,
+            WorktreeSpec::Switch(true) => Some(None),
+            WorktreeSpec::Name(n) => Some(Some(n)),
+        }
+    }
+}
+
+/// `init.config.worktree_cleanup`.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WorktreeCleanup {
+    #[default]
+    Keep,
+    RemoveIfUnchanged,
 }
 
 /// `send`: `{type, id, message}`, and in 0.3.0 the per-send options of

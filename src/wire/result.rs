@@ -71,6 +71,10 @@ pub struct SendResult {
     /// 0.3.0, the result of a `rewind`: each file put back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewound: Option<Vec<RewoundFile>>,
+    /// 0.3.0, in a session that runs in a git worktree
+    /// (`config.worktree`): where it is and what changed in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeState>,
     /// 0.3.0: `false` when the session is logged and the log could not
     /// store this send's entries (a `store_error` event names why); absent
     /// otherwise: a logged session's result leaves only once durable.
@@ -98,6 +102,24 @@ pub struct CheckpointKept {
     /// this send refuses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unkept: Vec<String>,
+}
+
+/// 0.3.0 `result.worktree`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct WorktreeState {
+    pub name: String,
+    /// The worktree's root (absolute).
+    pub path: String,
+    /// Its branch, `pirn/<name>`.
+    pub branch: String,
+    /// The commit it started from.
+    pub base: String,
+    /// The files that differ from `base` (tracked and untracked, relative
+    /// to the worktree's root, sorted).
+    pub changed: Vec<String>,
+    /// `git diff --shortstat` against `base` (tracked files), e.g. "2
+    /// files changed, 3 insertions(+), 1 deletion(-)"; empty when none.
+    pub diff_stat: String,
 }
 
 /// One file a `rewind` put back (`result.rewound`).
@@ -179,6 +201,7 @@ impl SendResult {
             side_calls: None,
             checkpoint: None,
             rewound: None,
+            worktree: None,
             session_cost_usd: None,
             files_changed: None,
             calls_completed: 0,

@@ -115,6 +115,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             r.side_calls = None;
             r.checkpoint = None;
             r.rewound = None;
+            r.worktree = None;
             if let Some(e) = &mut r.error {
                 e.code = heddle_code(e.code);
                 heddle_details(&mut e.details);

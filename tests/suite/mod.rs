@@ -51,4 +51,5 @@ mod tolerant_edits;
 mod tools;
 mod webkit;
 mod whole;
+mod worktree;
 mod write_check;
