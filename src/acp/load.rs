@@ -1,5 +1,5 @@
-//! `session/load` and `session/list`: pirn's durable sessions as ACP sees
-//! them.
+//! `session/load`, `session/fork` and `session/list`: pirn's durable
+//! sessions as ACP sees them.
 //!
 //! Owns: the replay of a stored conversation as `session/update`
 //! notifications before `session/load` answers (the user's messages as
@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, LoadSessionRequest, LoadSessionResponse, SessionId, SessionInfo, SessionNotification,
-    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallId, ToolCallStatus,
+    ContentBlock, ContentChunk, ForkSessionRequest, ForkSessionResponse, LoadSessionRequest, LoadSessionResponse,
+    SessionId, SessionInfo, SessionNotification, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallId,
+    ToolCallStatus,
 };
 use agent_client_protocol::{Client, Error, Responder, V1};
 use async_openai::types::chat::{
@@ -53,6 +54,26 @@ pub async fn session(
         cx.send_notification(SessionNotification::new(s.id.clone(), update))?;
     }
     responder.respond(LoadSessionResponse::new())
+}
+
+/// `session/fork` (ACP's unstable method, offered in
+/// `sessionCapabilities.fork`): a new session holding a copy of stored
+/// session `req.session_id` (pirn's `fork_session`; the stored one is not
+/// changed), in `req.cwd`. Nothing is replayed: the client holds the
+/// conversation it forks.
+pub async fn fork(
+    acp: &Arc<Acp>,
+    req: ForkSessionRequest,
+    responder: Responder<ForkSessionResponse, V1>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let id = req.session_id.0.to_string();
+    let mut config = acp.config(&req.cwd, &req.mcp_servers, Some(&id));
+    config.fork_session = Some(true);
+    match acp.open(&config, &cx).await {
+        Ok(s) => responder.respond(ForkSessionResponse::new(s.id.clone())),
+        Err(e) => responder.respond_with_error(e),
+    }
 }
 
 /// The updates that show `messages` (a stored conversation) to a client.

@@ -5,7 +5,7 @@
 //!
 //! Owns: the connection (the official `agent-client-protocol` crate's
 //! builder, v1), the table of ACP sessions and the handlers of `initialize`,
-//! `session/new`, `session/load`, `session/list`, `session/prompt` and
+//! `session/new`, `session/load`, `session/fork`, `session/list`, `session/prompt` and
 //! `session/cancel`. Each ACP session is a pirn [`Session`], opened as every
 //! transport opens one (protocol 0.3.0, the session store, the approval
 //! policy, MCP servers); its outbox feeds [`forward`], which turns its
@@ -28,10 +28,11 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionId, SessionInfo, SessionListCapabilities,
+    AgentCapabilities, CancelNotification, ClientCapabilities, ForkSessionRequest, ForkSessionResponse, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionCapabilities, SessionForkCapabilities, SessionId, SessionInfo,
+    SessionListCapabilities,
 };
 use agent_client_protocol::{Agent, Client, Responder, Stdio, V1};
 
@@ -174,6 +175,7 @@ pub async fn serve(options: AcpOptions) -> i32 {
     let acp =
         Arc::new(Acp { env, options, client: Mutex::default(), sessions: Mutex::default(), sends: AtomicU64::new(0) });
     let (a1, a2, a3, a4, a5, a6) = (acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone(), acp.clone());
+    let a7 = acp.clone();
     let agent = Agent
         .v1()
         .name("pirn")
@@ -186,7 +188,11 @@ pub async fn serve(options: AcpOptions) -> i32 {
                     .load_session(true)
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
                     .mcp_capabilities(McpCapabilities::new().http(true))
-                    .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+                    .session_capabilities(
+                        SessionCapabilities::new()
+                            .list(SessionListCapabilities::new())
+                            .fork(SessionForkCapabilities::new()),
+                    );
                 responder.respond(
                     InitializeResponse::new(req.protocol_version)
                         .agent_capabilities(caps)
@@ -212,6 +218,12 @@ pub async fn serve(options: AcpOptions) -> i32 {
             async move |req: LoadSessionRequest,
                         responder: Responder<LoadSessionResponse, V1>,
                         cx: ConnectionTo<Client>| { load::session(&a3, req, responder, cx).await },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ForkSessionRequest,
+                        responder: Responder<ForkSessionResponse, V1>,
+                        cx: ConnectionTo<Client>| { load::fork(&a7, req, responder, cx).await },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(

@@ -109,11 +109,12 @@ pub fn plan(entries: &[Stored], send_id: &str) -> Result<Plan, RewindError> {
 }
 
 /// Restores `plan` in `workspace` (canonical): checks every file, then
-/// writes. Returns each file put back, in path order.
+/// writes (`dry_run`: checks only, and says what it would do). Returns
+/// each file put back, in path order.
 ///
 /// Errors: see the module doc; on any error nothing was written (an I/O
 /// failure midway is reported with the files restored before it).
-pub fn apply(plan: &Plan, workspace: &Path) -> Result<Vec<Restored>, RewindError> {
+pub fn apply(plan: &Plan, workspace: &Path, dry_run: bool) -> Result<Vec<Restored>, RewindError> {
     let mut unkept = Vec::new();
     let mut changed = Vec::new();
     for (path, (before, left)) in &plan.files {
@@ -135,6 +136,11 @@ pub fn apply(plan: &Plan, workspace: &Path) -> Result<Vec<Restored>, RewindError
     }
     let mut done = Vec::new();
     for (path, (before, _)) in &plan.files {
+        if dry_run {
+            let action = if matches!(before, FileBefore::Absent) { "deleted" } else { "restored" };
+            done.push(Restored { path: path.clone(), action: action.to_owned() });
+            continue;
+        }
         let target = crate::tools::confine::resolve(path, workspace, &[])
             .map_err(|e| RewindError::Io(format!("{path}: {e} (restored before it: {})", names(&done))))?;
         let io = |e: std::io::Error| RewindError::Io(format!("{path}: {e} (restored before it: {})", names(&done)));

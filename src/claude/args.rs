@@ -20,10 +20,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--fallback-model", "pirn has one model per session (failover is configured with PIRN_FAILOVER)"),
     ("--betas", "pirn speaks OpenAI-compatible chat completions: there are no Anthropic betas"),
     ("--session-id", "pirn chooses its session ids"),
-    (
-        "--resume-session-at",
-        "pirn cuts a session at a message number (pirn run --resume-at N), not at a Claude message uuid",
-    ),
     ("--resume-drops-turn", "pirn resumes a whole session"),
     ("--session-mirror", "pirn stores sessions itself (PIRN_HOME, PIRN_STORE)"),
     ("--plugin-dir", "pirn has no plugins"),
@@ -130,6 +126,14 @@ pub struct ClaudeArgs {
     /// stored one's conversation; the stored one is left as it is.
     #[arg(long)]
     pub fork_session: bool,
+    /// With --resume: keep the stored conversation up to and including
+    /// this assistant message (its uuid, as pirn wrote it).
+    #[arg(long, value_name = "UUID")]
+    pub resume_session_at: Option<String>,
+    /// Echo each prompt as a `user` message with its uuid (what
+    /// `rewind_files` names).
+    #[arg(long)]
+    pub replay_user_messages: bool,
     /// `{"mcpServers":{…}}` as JSON or a file holding it (repeatable).
     #[arg(long)]
     pub mcp_config: Vec<String>,

@@ -93,7 +93,7 @@ pub fn refused_result(session_id: &str, why: String) -> ResultMsg {
 }
 
 impl Surface {
-    fn respond(&self, request_id: String, answer: Result<Value, String>) {
+    pub(super) fn respond(&self, request_id: String, answer: Result<Value, String>) {
         let response = match answer {
             Ok(response) => ControlResponseOut::Success { request_id, response },
             Err(error) => ControlResponseOut::Error { request_id, error },
@@ -175,6 +175,10 @@ impl Surface {
                 let servers: Vec<Value> =
                     self.setup.mcp.iter().map(|s| json!({"name": s.name, "status": "connected"})).collect();
                 self.respond(request_id, Ok(json!({"mcpServers": servers})));
+                Ok(None)
+            }
+            ControlIn::RewindFiles { user_message_id, dry_run } => {
+                self.rewind_files(request_id, user_message_id, dry_run.unwrap_or(false));
                 Ok(None)
             }
             ControlIn::Unsupported => {

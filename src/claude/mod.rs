@@ -15,7 +15,9 @@
 //! the answer); pirn's logs go to stderr when asked.
 
 pub mod args;
+mod checkpoints;
 mod control;
+mod input;
 pub mod mapping;
 mod setup;
 mod translate;
@@ -27,6 +29,7 @@ use tokio::sync::mpsc;
 
 use args::{ArgsError, InputFormat, OutputFormat};
 pub use args::{ClaudeArgs, is_claude_invocation};
+use input::{Input, read_stdin};
 use setup::Setup;
 use translate::Turn;
 use wire::{In, Out, ResultMsg};
@@ -34,20 +37,11 @@ use wire::{In, Out, ResultMsg};
 use crate::config::Limits;
 use crate::environment::Environment;
 use crate::session::{Ending, OUTBOX_CAPACITY, Session};
-use crate::wire::{MAX_LINE_BYTES, OutgoingMessage, PROTOCOL_VERSION, SendOptions};
+use crate::wire::{OutgoingMessage, PROTOCOL_VERSION, SendOptions};
 
 /// The version of Claude Code's surface pirn implements, reported as
 /// `claude_code_version` (the SDKs compare it with their minimum, 2.0.0).
 pub const CLAUDE_CODE_VERSION: &str = "2.1.0";
-
-/// One line of stdin, parsed.
-enum Input {
-    Line(Box<In>),
-    /// Not a message pirn understands (the reason).
-    Bad(String),
-    /// `--input-format text`: the prompt.
-    Prompt(String),
-}
 
 /// Serves Claude Code's surface for `argv` (the arguments after the
 /// program name, or after `run`); returns the exit code: 0, 2 for a
@@ -78,6 +72,15 @@ pub async fn main(argv: Vec<String>) -> i32 {
         let here = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
         if let (Some(store), Some(here)) = (&env.store, here) {
             setup.resume = crate::transport::latest::latest_in(store, &here).await;
+        }
+    }
+    if let (Some(at), Some(id), Some(store)) = (&args.resume_session_at, &setup.resume, &env.store) {
+        match checkpoints::resume_at(store, id, at).await {
+            Ok(n) => setup.resume_at_message = Some(n),
+            Err(e) => {
+                eprintln!("pirn: {e}");
+                return 2;
+            }
         }
     }
     let (tx, rx) = mpsc::channel(64);
@@ -115,39 +118,12 @@ pub async fn main(argv: Vec<String>) -> i32 {
         turns: HashMap::new(),
         sends: 0,
         asks: HashMap::new(),
+        rewinds: HashMap::new(),
+        replay: args.replay_user_messages,
         last: None,
         last_code: 0,
     };
     surface.run(rx, args.input_format).await
-}
-
-/// Reads stdin's lines into `tx` until EOF (or a read error). A line is
-/// bounded at [`MAX_LINE_BYTES`], as the JSONL worker bounds its requests:
-/// a longer one, or one that is not UTF-8, is discarded and reported as a
-/// bad line, and reading goes on.
-async fn read_stdin(tx: mpsc::Sender<Input>) {
-    use crate::transport::lines::{Frame, LineFramer};
-    use tokio::io::AsyncReadExt;
-    let mut stdin = tokio::io::stdin();
-    let mut framer = LineFramer::default();
-    let mut eof = false;
-    while !eof {
-        eof = matches!(stdin.read_buf(framer.buffer()).await, Ok(0) | Err(_));
-        while let Some(frame) = framer.next_frame(eof) {
-            let input = match frame {
-                Frame::Line(line) if line.trim().is_empty() => continue,
-                Frame::Line(line) => match serde_json::from_str::<In>(&line) {
-                    Ok(m) => Input::Line(Box::new(m)),
-                    Err(e) => Input::Bad(format!("{e}: {}", line.chars().take(200).collect::<String>())),
-                },
-                Frame::TooLong => Input::Bad(format!("a line longer than {MAX_LINE_BYTES} bytes; discarded")),
-                Frame::NotUtf8(e) => Input::Bad(format!("a line that is not valid UTF-8 ({e}); discarded")),
-            };
-            if tx.send(input).await.is_err() {
-                return;
-            }
-        }
-    }
 }
 
 /// The process's state.
@@ -163,6 +139,11 @@ struct Surface {
     /// `can_use_tool` requests asked: control request id → (pirn's
     /// permission request id, the call's arguments).
     asks: HashMap<String, (String, serde_json::Value)>,
+    /// `rewind_files` under way: pirn's rewind id → control request id.
+    rewinds: HashMap<String, String>,
+    /// `--replay-user-messages`: each prompt is echoed as a `user` message
+    /// with its uuid (the turn's send id, which `rewind_files` names).
+    replay: bool,
     last: Option<ResultMsg>,
     last_code: i32,
 }
@@ -276,6 +257,10 @@ impl Surface {
                 }
                 Ok(None)
             }
+            Input::BadControl { request_id, why } => {
+                self.respond(request_id, Err(format!("pirn cannot read this control request: {why}")));
+                Ok(None)
+            }
             Input::Prompt(text) => self.prompt(text).await,
             Input::Line(line) => match *line {
                 In::User(u) => {
@@ -306,12 +291,20 @@ impl Surface {
         };
         let Some(session) = self.session.clone() else { return Err(2) };
         self.sends += 1;
-        let id = format!("claude-{}", self.sends);
+        // The user message's uuid: what `rewind_files` names.
+        let id = uuid::Uuid::new_v4().to_string();
         let options = SendOptions { output_schema: self.setup.json_schema.clone(), ..SendOptions::default() };
+        let text_echo = if self.replay { text.clone() } else { String::new() };
         match session.send_with(id.clone(), text, &options) {
             Ok(()) => {
                 let config = session.config();
                 self.emit(&Out::System(Box::new(control::system_init(config, &self.setup))));
+                if self.replay {
+                    let message = wire::UserBody { role: "user", content: vec![wire::Block::Text { text: text_echo }] };
+                    let session_id = config.session_id.clone();
+                    let echo = wire::UserMsg { message, parent_tool_use_id: None, session_id, uuid: id.clone() };
+                    self.emit(&Out::User(echo));
+                }
                 self.turns.insert(id, Turn::new(&config.session_id, &self.setup.model, self.partial));
             }
             Err(e) => self.refuse_turn(e.to_string()),
@@ -336,8 +329,12 @@ impl Surface {
                     self.ask(&e.send_id, name, reason, rid, args.clone().unwrap_or_default());
                     return;
                 }
+                let count = self.session.as_ref().map_or(0, Session::message_count);
                 let lines = match self.turns.get_mut(&*e.send_id) {
-                    Some(turn) => turn.event(&e.event),
+                    Some(turn) => {
+                        turn.at_count(count);
+                        turn.event(&e.event)
+                    }
                     None => return,
                 };
                 for line in &lines {
@@ -345,7 +342,11 @@ impl Surface {
                 }
             }
             OutgoingMessage::Result(r) => {
-                let Some(turn) = self.turns.remove(&r.id) else { return };
+                if self.rewound(&r) {
+                    return;
+                }
+                let Some(mut turn) = self.turns.remove(&r.id) else { return };
+                turn.at_count(self.session.as_ref().map_or(0, Session::message_count));
                 let (lines, result) = turn.finish(&r);
                 for line in &lines {
                     self.emit(line);

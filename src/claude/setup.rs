@@ -31,6 +31,9 @@ pub struct Setup {
     pub resume: Option<String>,
     /// `--fork-session`: the resumed session is copied, not continued.
     pub fork: bool,
+    /// `--resume-session-at`, resolved to a message number (see
+    /// `super::checkpoints::resume_at`).
+    pub resume_at_message: Option<u64>,
     pub persist: bool,
     pub add_dirs: Vec<String>,
     /// `--setting-sources` allows the user-level and the project
@@ -77,6 +80,7 @@ impl Setup {
             json_schema,
             resume: a.resume.clone(),
             fork: a.fork_session,
+            resume_at_message: None,
             persist: !a.no_session_persistence,
             add_dirs: a.add_dir.clone(),
             instructions: a.instruction_sources(),
@@ -142,6 +146,7 @@ impl Setup {
             mcp_servers: Some(self.mcp.clone()).filter(|m| !m.is_empty()),
             resume_session_id: self.resume.clone(),
             fork_session: (self.fork && self.resume.is_some()).then_some(true),
+            resume_at_message: self.resume_at_message.filter(|_| self.resume.is_some()),
             persist: (!self.persist).then_some(false),
             allowed_paths: Some(self.add_dirs.clone()).filter(|d| !d.is_empty()),
             instruction_files: Some(self.instructions.0 || self.instructions.1),

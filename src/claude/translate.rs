@@ -53,9 +53,23 @@ pub struct Turn {
     /// the first message after it carries it, later ones zeros, so a
     /// client summing messages counts each call once.
     usage: Option<ClaudeUsage>,
+    /// The session's message count now (see [`Turn::at_count`]), and how
+    /// many assistant messages were written at it: what an assistant
+    /// message's uuid is made of (see `super::checkpoints`).
+    count: u64,
+    written_at_count: u32,
 }
 
 impl Turn {
+    /// Tells the turn the session's message count (its system prompt
+    /// counted) before the next event is translated.
+    pub fn at_count(&mut self, count: u64) {
+        if count != self.count {
+            self.count = count;
+            self.written_at_count = 0;
+        }
+    }
+
     /// A turn of session `session_id` on `model`; `partial`: write
     /// `stream_event` messages too.
     pub fn new(session_id: &str, model: &str, partial: bool) -> Turn {
@@ -71,6 +85,8 @@ impl Turn {
             denials: Vec::new(),
             next_call: 0,
             usage: None,
+            count: 0,
+            written_at_count: 0,
         }
     }
 
@@ -99,12 +115,9 @@ impl Turn {
     fn assistant(&mut self, block: Block, stop: Option<&str>) -> Out {
         let mut message = self.body(vec![block], stop);
         message.usage = self.usage.take().unwrap_or_default();
-        Out::Assistant(AssistantMsg {
-            message,
-            parent_tool_use_id: None,
-            session_id: self.session_id.clone(),
-            uuid: uuid(),
-        })
+        let uuid = super::checkpoints::assistant_uuid(&self.session_id, self.count, self.written_at_count);
+        self.written_at_count += 1;
+        Out::Assistant(AssistantMsg { message, parent_tool_use_id: None, session_id: self.session_id.clone(), uuid })
     }
 
     /// The Claude id of the last tool call started and not ended (the one

@@ -315,6 +315,13 @@ pub enum ControlIn {
         model: Option<String>,
     },
     McpStatus {},
+    /// Put the files back to before the turn of user message
+    /// `user_message_id` (see `super::checkpoints`).
+    RewindFiles {
+        user_message_id: String,
+        #[serde(default)]
+        dry_run: Option<bool>,
+    },
     #[serde(other)]
     Unsupported,
 }

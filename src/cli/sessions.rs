@@ -151,7 +151,7 @@ async fn execute(store: &Store, cmd: SessionsCommand, out: &mut Vec<u8>) -> Resu
             let entries = store.load(&id, 0).await?;
             let workspace = std::path::PathBuf::from(fold(&entries).workspace);
             let epoch = store.claim(&id).await?;
-            let done = plan(&entries, &send).and_then(|p| apply(&p, &workspace).map(|r| (p, r)));
+            let done = plan(&entries, &send).and_then(|p| apply(&p, &workspace, false).map(|r| (p, r)));
             let (p, restored) = match done {
                 Ok(d) => d,
                 Err(e) => {

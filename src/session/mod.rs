@@ -184,8 +184,17 @@ impl Session {
     /// like a send, puts the workspace's files back to how they were before
     /// send `to_send`, and is answered by one `result` with id `id`
     /// (`rewound` lists the files; `rewind_refused` when nothing could be).
-    pub fn rewind(&self, id: String, to_send: String) -> Result<(), SendRejected> {
-        self.enqueue(id, to_send, JobKind::Rewind, SendSpec::default())
+    /// `dry_run`: the same checks and list, nothing written.
+    pub fn rewind(&self, id: String, to_send: String, dry_run: bool) -> Result<(), SendRejected> {
+        let kind = if dry_run { JobKind::RewindPreview } else { JobKind::Rewind };
+        self.enqueue(id, to_send, kind, SendSpec::default())
+    }
+
+    /// The session's message count, its system prompt counted (as
+    /// `status_ok.messages_count`), read at once.
+    pub fn message_count(&self) -> u64 {
+        let system = u64::from(!self.shared.config.system_prompt.is_empty());
+        self.shared.messages.load(Ordering::Relaxed) + system
     }
 
     fn enqueue(&self, id: String, message: String, kind: JobKind, spec: SendSpec) -> Result<(), SendRejected> {
@@ -332,7 +341,10 @@ impl Session {
             Request::Rewind(r) if self.shared.config.version < ProtocolVersion::V0_3 => {
                 refuse(r.id, &"rewind needs protocol_version 0.3.0")
             }
-            Request::Rewind(r) => self.rewind(r.id.clone(), r.send_id).err().and_then(|e| refuse(r.id, &e)),
+            Request::Rewind(r) => {
+                let dry_run = r.dry_run.unwrap_or(false);
+                self.rewind(r.id.clone(), r.send_id, dry_run).err().and_then(|e| refuse(r.id, &e))
+            }
             Request::Init(r) => refuse(r.id.clone(), &"the session is already initialized"),
             Request::Shutdown(r) => refuse(r.id, &"shutdown is handled by the transport"),
         }

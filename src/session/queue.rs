@@ -49,6 +49,8 @@ pub enum JobKind {
     /// Puts the files back to before the send whose id is the job's
     /// `message` (0.3.0 `rewind`).
     Rewind,
+    /// The same, checked and listed, nothing written (`dry_run`).
+    RewindPreview,
 }
 
 /// See the module doc.

@@ -9,7 +9,7 @@
 //! entry so far is stored) and the `rewind` entry written.
 
 use super::Shared;
-use super::queue::Job;
+use super::queue::{Job, JobKind};
 use crate::checkpoint::rewind::{RewindError, apply, plan};
 use crate::store::Body;
 use crate::wire::{ErrorCode, ErrorEnvelope, RewoundFile, SendResult, Status, StopReason};
@@ -35,10 +35,12 @@ pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
     };
     let workspace = shared.config.workspace.clone();
     let to = job.message.clone();
-    let done =
-        tokio::task::spawn_blocking(move || plan(&entries, &to).and_then(|p| apply(&p, &workspace).map(|r| (p, r))))
-            .await
-            .unwrap_or_else(|e| Err(RewindError::Io(format!("the rewind failed internally: {e}"))));
+    let dry_run = job.kind == JobKind::RewindPreview;
+    let done = tokio::task::spawn_blocking(move || {
+        plan(&entries, &to).and_then(|p| apply(&p, &workspace, dry_run).map(|r| (p, r)))
+    })
+    .await
+    .unwrap_or_else(|e| Err(RewindError::Io(format!("the rewind failed internally: {e}"))));
     let (plan, restored) = match done {
         Ok(d) => d,
         Err(e) => {
@@ -50,15 +52,22 @@ pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
             return refused(ErrorCode::RewindRefused, e.to_string(), details);
         }
     };
-    journal.record(Body::Rewind { to_seq: plan.to_seq, restored: restored.iter().map(|r| r.path.clone()).collect() });
-    let _ = journal.durable().await;
     let summary: Vec<String> = restored.iter().map(|r| format!("{} {}", r.action, r.path)).collect();
     let mut result = SendResult::error(job.id, ErrorEnvelope::cancelled(), correlation);
     result.status = Status::Ok;
     result.error = None;
-    result.response = Some(format!("Rewound to before send {:?}: {}.", job.message, summary.join(", ")));
     result.stop_reason = Some(StopReason::EndTurn);
-    result.files_changed = Some(restored.iter().map(|r| r.path.clone()).collect());
+    if dry_run {
+        result.response =
+            Some(format!("A rewind to before send {:?} would put back: {}.", job.message, summary.join(", ")));
+        result.files_changed = Some(Vec::new());
+    } else {
+        let restored_paths = restored.iter().map(|r| r.path.clone()).collect();
+        journal.record(Body::Rewind { to_seq: plan.to_seq, restored: restored_paths });
+        let _ = journal.durable().await;
+        result.response = Some(format!("Rewound to before send {:?}: {}.", job.message, summary.join(", ")));
+        result.files_changed = Some(restored.iter().map(|r| r.path.clone()).collect());
+    }
     result.rewound = Some(restored.into_iter().map(|r| RewoundFile { path: r.path, action: r.action }).collect());
     result.worktree = super::runner::worktree_state(&shared.config).await;
     result

@@ -66,7 +66,7 @@ enum Ended {
 
 /// Runs one send with heartbeats and cancellation, then writes its result.
 async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
-    if job.kind == JobKind::Rewind {
+    if matches!(job.kind, JobKind::Rewind | JobKind::RewindPreview) {
         let result = super::rewind::run(shared, job).await;
         shared.out(OutgoingMessage::Result(Box::new(result))).await;
         return;
@@ -124,7 +124,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
                 }
                 JobKind::Compact => agent::compact_now(config, conv, &mut stats, &emitter).await,
                 // Run by `super::rewind` before the agent is reached.
-                JobKind::Rewind => Outcome::Ok { response: String::new() },
+                JobKind::Rewind | JobKind::RewindPreview => Outcome::Ok { response: String::new() },
             }
         };
         // A panic anywhere in the loop (a bug) must not swallow the result.

@@ -433,6 +433,10 @@ pub struct RewindRequest {
     /// The send whose changes, and every later send's, are undone (the
     /// latest send with this id when the session reused one).
     pub send_id: String,
+    /// Only say what would be put back (`rewound`), the checks included;
+    /// nothing is written (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
 }
 
 /// pirn extension `permission_response`: `{type, id, request_id, decision}`.

@@ -10,7 +10,9 @@
 //   "files": {"/abs/path": "text the editor holds"} (unsaved buffers; the
 //   client's fs reads them first, then the disk; its writes land here),
 //   "steps": [{"op": "new"} | {"op": "prompt", "text": "...", "cancelOn": "tool_call"}
-//             | {"op": "load", "sessionId": "..."} | {"op": "list"}]}
+//             | {"op": "load", "sessionId": "..."} | {"op": "list"}
+//             | {"op": "fork", "sessionId": "..."} (unstable session/fork; the fork
+//               becomes the session later steps prompt)]}
 //
 // Every session/update, permission request and fs call the client receives
 // is recorded with the time since the step began (ms).
@@ -79,6 +81,15 @@ try {
           sessionId = step.sessionId;
           await ctx.request(acp.methods.agent.session.load, { sessionId, cwd: script.cwd, mcpServers: [] });
           done.updatesBefore = report.updates.length;
+        } else if (step.op === "fork") {
+          // session/fork is in the SDK's unstable API (the agent offers it
+          // in sessionCapabilities.fork).
+          const unstable = await import(`${sdkDir}/dist/v1/unstable/acp.js`);
+          const r = await ctx.request(unstable.methods.agent.session.fork, {
+            sessionId: step.sessionId ?? sessionId, cwd: script.cwd, mcpServers: [],
+          });
+          sessionId = r.sessionId;
+          done.sessionId = sessionId;
         } else if (step.op === "list") {
           done.result = await ctx.request(acp.methods.agent.session.list, {});
         } else if (step.op === "prompt") {

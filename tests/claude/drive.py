@@ -8,7 +8,10 @@ The script: {"cwd", "options": {ClaudeAgentOptions fields}, "deny": [tool names 
 can_use_tool callback denies; others it allows] (absent: no callback), and either
 "prompt" (the query() function) or "steps" (ClaudeSDKClient): {"op": "query", "text"},
 {"op": "interrupt_on_tool", "text", "after_s"} (query, interrupt once a tool_use
-arrives), each step's messages up to its ResultMessage are one turn.
+arrives), each step's messages up to its ResultMessage are one turn; {"op": "rewind",
+"turn": i} calls rewind_files() with the uuid of turn i's replayed UserMessage (the
+options need extra_args {"replay-user-messages": null}) and is a turn of one message,
+{"kind": "Rewound", "uuid"} or {"kind": "RewindError", "error"}.
 """
 
 import asyncio
@@ -66,6 +69,21 @@ async def main():
         else:
             async with ClaudeSDKClient(options=opts) as client:
                 for step in script["steps"]:
+                    if step["op"] == "rewind":
+                        def is_prompt(m):
+                            c = m.get("content")
+                            return m["kind"] == "UserMessage" and m.get("uuid") and (
+                                isinstance(c, str) or (isinstance(c, list) and c and "text" in c[0]))
+
+                        prompts = [m for m in turns[step["turn"]] if is_prompt(m)]
+                        uuid = prompts[0]["uuid"] if prompts else None
+                        try:
+                            await client.rewind_files(uuid)
+                            turns.append([{"kind": "Rewound", "uuid": uuid}])
+                        except Exception as e:
+                            turns.append([{"kind": "RewindError", "error": f"{type(e).__name__}: {e}"}])
+                        timings.append({})
+                        continue
                     turn = []
                     started = time.monotonic()
                     await client.query(step["text"])

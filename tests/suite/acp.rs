@@ -282,3 +282,33 @@ async fn file_tools_read_and_write_through_the_client_inside_the_workspace() {
     let escaped = reqs[3].body["messages"].to_string();
     assert!(!escaped.contains("outside\\n"), "{escaped}");
 }
+
+#[tokio::test]
+async fn session_fork_copies_a_stored_session_and_leaves_it() {
+    let mock = MockServer::start(vec![
+        Reply::text(&["The first answer."]),
+        Reply::text(&["The fork's answer."]),
+        Reply::text(&["The origin's answer."]),
+    ])
+    .await;
+    let ws = workspace(&[]);
+    let args = json!(["--approval-mode", "full-auto"]);
+    let first = json!({"cwd": ws.path(), "args": args, "steps": [{"op": "new"}, {"op": "prompt", "text": "first"}]});
+    let r = drive(&mock, first).await;
+    if r.is_null() {
+        return;
+    }
+    assert_eq!(r["initialize"]["agentCapabilities"]["sessionCapabilities"]["fork"], json!({}), "{}", r["initialize"]);
+    let sid = r["steps"][0]["sessionId"].as_str().unwrap().to_owned();
+    let second = json!({"cwd": ws.path(), "args": args, "steps": [
+        {"op": "fork", "sessionId": sid}, {"op": "prompt", "text": "in the fork"},
+        {"op": "load", "sessionId": sid}, {"op": "prompt", "text": "in the origin"},
+    ]});
+    let r = drive(&mock, second).await;
+    let fork = r["steps"][0]["sessionId"].as_str().unwrap_or_default().to_owned();
+    assert!(!fork.is_empty() && fork != sid, "{r}");
+    let bodies: Vec<String> = mock.requests().iter().map(|q| q.body["messages"].to_string()).collect();
+    assert!(bodies[1].contains("The first answer.") && bodies[1].contains("in the fork"), "{}", bodies[1]);
+    assert!(!bodies[2].contains("in the fork"), "the origin never saw the fork's turn: {}", bodies[2]);
+    assert!(bodies[2].contains("The first answer.") && bodies[2].contains("in the origin"));
+}

@@ -13,6 +13,7 @@ mod cancel;
 mod cassette;
 mod claimed;
 mod claude;
+mod claude_sessions;
 mod console;
 mod context;
 mod contract;

@@ -132,7 +132,7 @@ pub async fn rewind(State(app): State<Arc<App>>, Path(id): Path<String>, body: B
     let s = app.get(&id)?;
     let body: RewindBody = json_body(body).await?;
     let send_id = format!("rewind-{}", uuid::Uuid::new_v4().simple());
-    s.session.rewind(send_id.clone(), body.send_id).map_err(|e| match e {
+    s.session.rewind(send_id.clone(), body.send_id, body.dry_run.unwrap_or(false)).map_err(|e| match e {
         SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
         e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
     })?;

@@ -193,6 +193,9 @@ pub struct CancelAccepted {
 pub struct RewindBody {
     /// The send's id (the latest send with it, when the session reused one).
     pub send_id: String,
+    /// Only say what would be put back; nothing is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
 }
 
 /// `POST /v1/sessions/{id}/permissions/{request_id}`: the answer to a

@@ -1,0 +1,111 @@
+//! Claude Code's message uuids, file rewind and resume-at, on pirn's fork
+//! and checkpoints.
+//!
+//! Owns: the uuid of each message pirn writes on this surface where a
+//! later request can name it, and what such a request then does:
+//! - A user message's uuid is the pirn send id of its turn (a fresh v4
+//!   uuid), echoed with `--replay-user-messages`; `rewind_files
+//!   {user_message_id}` is then pirn's `rewind` to before that send, and
+//!   the control answer is the SDK's `RewindFilesResult` (`canRewind`,
+//!   `filesChanged`, `error`). pirn keeps checkpoints in every logged
+//!   session, so `enable_file_checkpointing` needs no switch here (and a
+//!   rewind also puts back what `bash` changed, which Claude Code's does
+//!   not). `dry_run` is answered with what would be put back, nothing written.
+//! - An assistant message's uuid is derived (uuid v5) from the session id,
+//!   the session's message count when it was written and its place among
+//!   the messages written at that count, so `--resume-session-at UUID` can
+//!   find the place again in the stored log, in another process, without
+//!   a table: it becomes `resume_at_message` (the conversation kept up to
+//!   and including that point).
+
+use serde_json::{Value, json};
+
+use super::Surface;
+use crate::store::Store;
+use crate::wire::{SendResult, Status};
+
+/// The namespace of pirn's assistant message uuids (a v5 uuid of
+/// "pirn.claude.messages" in the URL namespace).
+fn namespace() -> uuid::Uuid {
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, b"pirn.claude.messages")
+}
+
+/// The uuid of the `k`-th assistant message written while session
+/// `session_id` held `count` messages (its system prompt counted).
+pub fn assistant_uuid(session_id: &str, count: u64, k: u32) -> String {
+    uuid::Uuid::new_v5(&namespace(), format!("{session_id}:{count}:{k}").as_bytes()).to_string()
+}
+
+/// Messages written at one count, at most, that a uuid is looked for among.
+const MAX_PER_COUNT: u32 = 64;
+
+/// The `resume_at_message` that assistant message `uuid` of stored session
+/// `session_id` names (or of a session it was forked from, at a message
+/// the fork holds).
+///
+/// Errors: not stored, or no message of it has this uuid.
+pub async fn resume_at(store: &Store, session_id: &str, uuid: &str) -> Result<u64, String> {
+    let mut id = session_id.to_owned();
+    let mut bound: Option<u64> = None;
+    for _ in 0..16 {
+        let entries = store.load(&id, 0).await.map_err(|e| format!("--resume-session-at: {e}"))?;
+        let folded = crate::store::fold::fold(&entries);
+        let held = folded.messages.len() as u64;
+        let last = bound.map_or(held, |b| b.min(held));
+        for count in 1..=last {
+            for k in 0..MAX_PER_COUNT {
+                if assistant_uuid(&id, count, k) == uuid {
+                    // `count` counted the system prompt.
+                    return Ok(count.saturating_sub(1).max(1));
+                }
+            }
+        }
+        let origin = entries.iter().find_map(|e| match &e.body {
+            crate::store::Body::Meta { forked_from: Some(f), .. } => Some(f.clone()),
+            _ => None,
+        });
+        let Some(origin) = origin else { break };
+        id = origin.session_id;
+        bound = Some(origin.at_message + 1);
+    }
+    Err(format!("--resume-session-at: no message {uuid} in session {session_id}"))
+}
+
+impl Surface {
+    /// `rewind_files {user_message_id, dry_run?}`: queued as pirn's rewind
+    /// to before that turn; answered when its result arrives ([`Surface::rewound`]).
+    pub(super) fn rewind_files(&mut self, request_id: String, user_message_id: String, dry_run: bool) {
+        let Some(session) = &self.session else {
+            self.respond(request_id, Err("no session: send a message first".into()));
+            return;
+        };
+        let id = format!("rewind-{}", uuid::Uuid::new_v4().simple());
+        match session.rewind(id.clone(), user_message_id, dry_run) {
+            Ok(()) => {
+                self.rewinds.insert(id, request_id);
+            }
+            Err(e) => self.respond(request_id, Err(e.to_string())),
+        }
+    }
+
+    /// Answers the `rewind_files` request whose rewind `r` is; false when
+    /// `r` is not one.
+    pub(super) fn rewound(&mut self, r: &SendResult) -> bool {
+        let Some(request_id) = self.rewinds.remove(&r.id) else { return false };
+        let files: Vec<Value> = r.rewound.iter().flatten().map(|f| Value::String(f.path.clone())).collect();
+        let answer = match (&r.status, &r.error) {
+            (Status::Ok, _) => Ok(json!({"canRewind": true, "filesChanged": files})),
+            // No checkpoint of that message: the SDK raises, as Claude Code's does.
+            (_, Some(e)) if e.details.is_none() => {
+                Err(format!("No file checkpoint found for this message: {}", e.message))
+            }
+            (_, e) => Ok(json!({
+                "canRewind": false,
+                "error": e.as_ref().map(|e| e.message.clone()).unwrap_or_default(),
+                "filesChanged": [],
+            })),
+        };
+        self.respond(request_id, answer);
+        true
+    }
+}
