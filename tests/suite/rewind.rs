@@ -166,3 +166,39 @@ async fn the_sessions_command_and_the_http_route_rewind() {
     assert_eq!(result["rewound"].as_array().unwrap().len(), 7, "{result}");
     assert_eq!(files(d.workspace()), before);
 }
+
+#[tokio::test]
+async fn a_file_past_the_bound_is_named_in_the_result_and_a_rewind_across_it_refuses() {
+    let mock = MockServer::start(vec![
+        Reply::tool("bash", json!({"command": "echo more >> big.bin && echo new > small.txt"})),
+        Reply::text(&["Appended."]),
+    ])
+    .await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    // Over the 8 MiB a file a checkpoint keeps.
+    std::fs::write(w.workspace.path().join("big.bin"), vec![b'x'; 9 << 20]).unwrap();
+    let (mut w, _) = w.init("0.3.0", json!({})).await;
+    w.write(json!({"type": "send", "id": "1", "message": "Append."})).await;
+    let (_, r) = w.result_for("1").await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["checkpoint"]["unkept"], json!(["big.bin"]), "the send is told: {r}");
+    assert_eq!(r["checkpoint"]["files"], 1, "small.txt (created) is kept: {r}");
+    let before = std::fs::read(w.workspace.path().join("small.txt")).unwrap();
+    w.write(json!({"type": "rewind", "id": "r", "send_id": "1"})).await;
+    let (_, r) = w.result_for("r").await;
+    assert_eq!(r["error"]["code"], "rewind_refused", "{r}");
+    assert_eq!(r["error"]["details"]["unkept"], json!(["big.bin"]), "{r}");
+    assert_eq!(std::fs::read(w.workspace.path().join("small.txt")).unwrap(), before, "nothing changed");
+    // Checkpoints off: nothing kept, nothing to rewind.
+    let mock = MockServer::start(vec![
+        Reply::tool("write_file", json!({"file_path": "c.txt", "content": "c\n"})),
+        Reply::text(&["Done."]),
+    ])
+    .await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({"checkpoints": false})).await;
+    w.write(json!({"type": "send", "id": "1", "message": "Write c."})).await;
+    let (_, r) = w.result_for("1").await;
+    assert!(r.get("checkpoint").is_none(), "{r}");
+    w.write(json!({"type": "rewind", "id": "r", "send_id": "1"})).await;
+    assert_eq!(w.result_for("r").await.1["error"]["code"], "rewind_refused");
+}
