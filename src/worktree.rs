@@ -20,9 +20,15 @@
 //! `git worktree add` run by several processes at once on one repository
 //! can fail (it reads the others' half-made admin directories), so pirn's
 //! workers take turns on a lock file beside their worktrees
-//! (`.add.lock`), for the `add` only. Hooks are off for these commands
-//! (`core.hooksPath=/dev/null`: a repository's `post-checkout` hook does
-//! not run on pirn's account), and so is `core.fsmonitor`.
+//! (`.add.lock`), for the `add` only.
+//!
+//! Trust: the repository's config may have been written by the model
+//! (`.git` is inside the workspace), so no program it names runs on pirn's
+//! account: hooks are off (`core.hooksPath=/dev/null`), and so are
+//! `core.fsmonitor`, the global attributes file, every filter driver's
+//! smudge, clean and process commands and every diff driver's textconv and
+//! command ([`neutral`]; `diff` runs with `--no-ext-diff --no-textconv`);
+//! git gets the children's allowlisted environment (no keys).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,16 +66,22 @@ pub enum WorktreeError {
     Io(String),
 }
 
-/// Runs `git` with `args` in `dir`, hooks and fsmonitor off; stdout.
+/// Runs `git` with `args` in `dir`, with no program of the repository's
+/// (see [`neutral`]) and the children's allowlisted environment; stdout.
 fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
+    let overrides = neutral(dir);
+    git_raw(dir, &overrides, args)
+}
+
+fn git_raw(dir: &Path, overrides: &[String], args: &[&str]) -> Result<String, WorktreeError> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"])
+        .args(["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.attributesFile=/dev/null"])
+        .args(overrides.iter().flat_map(|o| ["-c", o.as_str()]))
         .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
+        .env_clear()
+        .envs(crate::sandbox::child_env(&[]))
         .output()
         .map_err(|e| WorktreeError::Git { args: args.join(" "), message: format!("cannot run git: {e}") })?;
     if !out.status.success() {
@@ -77,6 +89,30 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
         return Err(WorktreeError::Git { args: args.join(" "), message });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `-c` overrides that empty every program the repository's config names
+/// for a checkout or a diff: `filter.<driver>.smudge|clean|process` (and
+/// `required` off, so an emptied driver passes the bytes through) and
+/// `diff.<driver>.textconv|command`. The config is only read for this
+/// (`git config --get-regexp`, which runs nothing); the model can write
+/// `.git/config`, so what it names is never run on pirn's account.
+fn neutral(dir: &Path) -> Vec<String> {
+    let listed = git_raw(
+        dir,
+        &[],
+        &[
+            "config",
+            "--name-only",
+            "--get-regexp",
+            r"^(filter|diff)\..*\.(smudge|clean|process|required|textconv|command)$",
+        ],
+    )
+    .unwrap_or_default();
+    listed
+        .lines()
+        .map(|key| if key.ends_with(".required") { format!("{key}=false") } else { format!("{key}=") })
+        .collect()
 }
 
 /// Checks a worktree name.
@@ -176,11 +212,15 @@ impl Worktree {
     /// The worktree's changes against its base (see [`Report`]).
     pub fn report(&self) -> Result<Report, WorktreeError> {
         let mut changed: Vec<String> =
-            git(&self.path, &["diff", "--name-only", &self.base])?.lines().map(str::to_owned).collect();
+            git(&self.path, &["diff", "--no-ext-diff", "--no-textconv", "--name-only", &self.base])?
+                .lines()
+                .map(str::to_owned)
+                .collect();
         changed.extend(git(&self.path, &["ls-files", "--others", "--exclude-standard"])?.lines().map(str::to_owned));
         changed.sort();
         changed.dedup();
-        let diff_stat = git(&self.path, &["diff", "--shortstat", &self.base])?.trim().to_owned();
+        let diff_stat =
+            git(&self.path, &["diff", "--no-ext-diff", "--no-textconv", "--shortstat", &self.base])?.trim().to_owned();
         Ok(Report { changed, diff_stat })
     }
 

@@ -195,7 +195,13 @@ impl SendCheckpoint {
                 continue;
             }
             let state = match before.get(&rel) {
-                None => FileBefore::Absent,
+                // New to the walk: created by the command, or there before
+                // and not walked then (a `.gitignore` the command changed,
+                // the walk's file bound): only a file born after the walk
+                // began is taken as created, so a rewind never deletes one
+                // that was there.
+                None if born_after(&self.workspace.join(&rel), before.started) => FileBefore::Absent,
+                None => FileBefore::Unkept { reason: "it was not walked before the command (ignored then?)".into() },
                 Some(stat) => {
                     let shadow = self.shadow.lock().unwrap_or_else(|p| p.into_inner());
                     match shadow.copy_of(&rel, stat) {
@@ -211,6 +217,8 @@ impl SendCheckpoint {
     /// Ends the send's record: a `left` entry with what the send left in
     /// each file it recorded. Returns what was kept (`None` when nothing).
     pub fn finish(&self) -> Option<Kept> {
+        // A command cut off by a cancel or a timeout ended all the same.
+        self.note_command_end();
         let (paths, kept) = {
             let s = self.state();
             let mut paths: Vec<PathBuf> = s.seen.iter().cloned().collect();
@@ -224,7 +232,7 @@ impl SendCheckpoint {
             .iter()
             .map(|rel| FileLeft {
                 path: rel.to_string_lossy().into_owned(),
-                hash: std::fs::read(self.workspace.join(rel)).ok().map(|b| hash_hex(&b)),
+                hash: hash_file(&self.workspace.join(rel)),
             })
             .collect();
         self.journal.record(Body::Left { send_id: self.send_id.clone(), files });
@@ -242,6 +250,50 @@ impl FileWatch for SendCheckpoint {
     fn after_command(&self) {
         self.note_command_end();
     }
+}
+
+/// The [`hash_hex`] of the regular file at `path`, read in pieces without
+/// following a symlink or waiting on a FIFO; `None` when there is none;
+/// `Some("not-a-regular-file")` for anything else at the path (a link, a
+/// directory, a device), which no kept state matches.
+pub fn hash_file(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f =
+        match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(_) => return Some(NOT_A_FILE.to_owned()),
+        };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Some(NOT_A_FILE.to_owned());
+    }
+    let mut h = 0xcbf2_9ce4_8422_2325_u64;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => h = buf[..n].iter().fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)),
+            Err(_) => return Some(NOT_A_FILE.to_owned()),
+        }
+    }
+    Some(format!("{h:016x}"))
+}
+
+/// What [`hash_file`] gives for a path that holds no regular file.
+pub const NOT_A_FILE: &str = "not-a-regular-file";
+
+/// True when the inode at `path` changed status (was created, renamed,
+/// written or chmod-ed) at or after `since`, less a second for the
+/// kernel's coarse file clock: a file the command made or moved into
+/// place. (Its status-change time, not its birth time: a rename keeps the
+/// birth time of a file the command only moved.)
+fn born_after(path: &Path, since: std::time::SystemTime) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(path) else { return false };
+    let (Ok(secs), Ok(nanos)) = (u64::try_from(m.ctime()), u32::try_from(m.ctime_nsec())) else { return false };
+    let changed = std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos);
+    changed + std::time::Duration::from_secs(1) >= since
 }
 
 /// A regular file's permission bits.

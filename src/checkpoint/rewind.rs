@@ -23,7 +23,6 @@ use std::path::Path;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::hash_hex;
 use crate::store::{Body, FileBefore, Stored};
 
 /// One file a rewind put back.
@@ -72,6 +71,7 @@ struct SendLog<'a> {
 /// Errors: no such send (or it has no checkpoint and no send after it has).
 pub fn plan(entries: &[Stored], send_id: &str) -> Result<Plan, RewindError> {
     let mut sends: Vec<SendLog> = Vec::new();
+    let mut gaps = Vec::new();
     for e in entries {
         match &e.body {
             Body::Send { send_id, .. } => sends.push(SendLog { seq: e.seq, id: send_id, ..SendLog::default() }),
@@ -86,12 +86,18 @@ pub fn plan(entries: &[Stored], send_id: &str) -> Result<Plan, RewindError> {
                 }
             }
             Body::Rewind { to_seq, .. } => sends.retain(|s| s.seq < *to_seq),
+            // Entries lost while the store failed: what a send after this
+            // point changed is not known whole.
+            Body::Gap { .. } => gaps.push(e.seq),
             _ => {}
         }
     }
     let Some(start) = sends.iter().rposition(|s| s.id == send_id) else {
         return Err(RewindError::NoSuchSend(send_id.to_owned()));
     };
+    if gaps.iter().any(|g| *g > sends[start].seq) {
+        return Err(RewindError::Io("the session's log lost entries after that send (a gap): not rewound".into()));
+    }
     let mut files: BTreeMap<String, (FileBefore, Option<Option<String>>)> = BTreeMap::new();
     for s in &sends[start..] {
         for (path, before) in &s.before {
@@ -117,16 +123,33 @@ pub fn plan(entries: &[Stored], send_id: &str) -> Result<Plan, RewindError> {
 pub fn apply(plan: &Plan, workspace: &Path, dry_run: bool) -> Result<Vec<Restored>, RewindError> {
     let mut unkept = Vec::new();
     let mut changed = Vec::new();
+    let mut targets = BTreeMap::new();
     for (path, (before, left)) in &plan.files {
         if matches!(before, FileBefore::Unkept { .. }) {
             unkept.push(path.clone());
         }
-        let now = std::fs::read(workspace.join(path)).ok().map(|b| hash_hex(&b));
-        if let Some(left) = left
-            && *left != now
-        {
+        // Resolved beneath the workspace before anything is written: a
+        // path that now leads out of it (a directory swapped for a
+        // symlink) refuses the whole rewind.
+        let target = crate::tools::confine::resolve(path, workspace, &[])
+            .map_err(|e| RewindError::Io(format!("{path}: {e} (nothing was restored)")))?;
+        // What is at the path itself (a symlink is not followed, a FIFO not
+        // waited on): anything but a regular file or nothing is refused,
+        // so a restore never acts on a link's target.
+        let now = super::hash_file(&workspace.join(path));
+        let odd = now.as_deref() == Some(super::NOT_A_FILE);
+        if odd || left.as_ref().is_some_and(|left| *left != now) {
             changed.push(path.clone());
         }
+        let bytes = match before {
+            FileBefore::File { data, .. } => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .map_err(|e| RewindError::Io(format!("{path}: the kept content is not base64: {e}")))?,
+            ),
+            _ => None,
+        };
+        targets.insert(path.as_str(), (target, bytes));
     }
     if !unkept.is_empty() {
         return Err(RewindError::Unkept(unkept));
@@ -141,15 +164,11 @@ pub fn apply(plan: &Plan, workspace: &Path, dry_run: bool) -> Result<Vec<Restore
             done.push(Restored { path: path.clone(), action: action.to_owned() });
             continue;
         }
-        let target = crate::tools::confine::resolve(path, workspace, &[])
-            .map_err(|e| RewindError::Io(format!("{path}: {e} (restored before it: {})", names(&done))))?;
+        let Some((target, bytes)) = targets.get(path.as_str()) else { continue };
         let io = |e: std::io::Error| RewindError::Io(format!("{path}: {e} (restored before it: {})", names(&done)));
         let action = match before {
-            FileBefore::File { mode, data, .. } => {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(data)
-                    .map_err(|e| RewindError::Io(format!("{path}: the kept content is not base64: {e}")))?;
-                target.write_atomic(&bytes).map_err(io)?;
+            FileBefore::File { mode, .. } => {
+                target.write_atomic(bytes.as_deref().unwrap_or_default()).map_err(io)?;
                 target.set_mode(*mode).map_err(io)?;
                 "restored"
             }

@@ -43,14 +43,17 @@ impl Stat {
 }
 
 /// The workspace's files at one moment, by path relative to it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Walk {
     files: BTreeMap<PathBuf, Stat>,
+    /// When the walk began (a file born after it was made since).
+    pub started: std::time::SystemTime,
 }
 
 impl Walk {
     /// Walks `workspace`.
     pub fn take(workspace: &Path) -> Walk {
+        let started = std::time::SystemTime::now();
         let mut files = BTreeMap::new();
         let walker =
             ignore::WalkBuilder::new(workspace).hidden(true).git_ignore(true).require_git(false).parents(false).build();
@@ -64,7 +67,7 @@ impl Walk {
             let (Ok(rel), Ok(m)) = (entry.path().strip_prefix(workspace), entry.metadata()) else { continue };
             files.insert(rel.to_path_buf(), Stat::of(&m));
         }
-        Walk { files }
+        Walk { files, started }
     }
 
     /// What the walk saw of `rel`.

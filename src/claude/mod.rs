@@ -74,8 +74,13 @@ pub async fn main(argv: Vec<String>) -> i32 {
             setup.resume = crate::transport::latest::latest_in(store, &here).await;
         }
     }
-    if let (Some(at), Some(id), Some(store)) = (&args.resume_session_at, &setup.resume, &env.store) {
-        match checkpoints::resume_at(store, id, at).await {
+    if let Some(at) = &args.resume_session_at {
+        let found = match (&setup.resume, &env.store) {
+            (Some(id), Some(store)) => checkpoints::resume_at(store, id, at).await,
+            (None, _) => Err("--resume-session-at needs --resume (or --continue with a stored session)".to_owned()),
+            (_, None) => Err("--resume-session-at: sessions are not stored (PIRN_PERSIST=0)".to_owned()),
+        };
+        match found {
             Ok(n) => setup.resume_at_message = Some(n),
             Err(e) => {
                 eprintln!("pirn: {e}");

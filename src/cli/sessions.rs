@@ -192,10 +192,19 @@ async fn execute(store: &Store, cmd: SessionsCommand, out: &mut Vec<u8>) -> Resu
         }
         SessionsCommand::WorktreeRm { name, force } => {
             let home = pirn::store::home(&|k| std::env::var(k).ok());
-            let found = pirn::worktree::list(&home)
+            let found: Vec<_> = pirn::worktree::list(&home)
                 .into_iter()
-                .find(|(wt, _)| wt.name == name || wt.path == std::path::Path::new(&name));
-            let Some((wt, _)) = found else { return Err(StoreError::NotFound(format!("worktree {name}"))) };
+                .filter(|(wt, _)| wt.name == name || wt.path == std::path::Path::new(&name))
+                .collect();
+            let (wt, _) = match <[_; 1]>::try_from(found) {
+                Ok([one]) => one,
+                Err(v) if v.is_empty() => return Err(StoreError::NotFound(format!("worktree {name}"))),
+                Err(_) => {
+                    return Err(StoreError::Config(format!(
+                        "worktrees of several repositories are named {name:?}: give its path (pirn sessions worktrees)"
+                    )));
+                }
+            };
             pirn::worktree::remove(&wt.repo, &wt.path, force).map_err(|e| StoreError::Config(e.to_string()))?;
             let _ = writeln!(out, "removed {} (branch {} kept)", wt.path.display(), wt.branch);
         }

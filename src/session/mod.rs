@@ -180,24 +180,13 @@ impl Session {
         self.enqueue(id, String::new(), JobKind::Compact, SendSpec::default())
     }
 
-    /// Queues a rewind (0.3.0 `rewind`, `POST …/rewind`): it runs in turn
-    /// like a send, puts the workspace's files back to how they were before
-    /// send `to_send`, and is answered by one `result` with id `id`
-    /// (`rewound` lists the files; `rewind_refused` when nothing could be).
-    /// `dry_run`: the same checks and list, nothing written.
-    pub fn rewind(&self, id: String, to_send: String, dry_run: bool) -> Result<(), SendRejected> {
-        let kind = if dry_run { JobKind::RewindPreview } else { JobKind::Rewind };
-        self.enqueue(id, to_send, kind, SendSpec::default())
-    }
-
-    /// The session's message count, its system prompt counted (as
-    /// `status_ok.messages_count`), read at once.
-    pub fn message_count(&self) -> u64 {
-        let system = u64::from(!self.shared.config.system_prompt.is_empty());
-        self.shared.messages.load(Ordering::Relaxed) + system
-    }
-
-    fn enqueue(&self, id: String, message: String, kind: JobKind, spec: SendSpec) -> Result<(), SendRejected> {
+    pub(super) fn enqueue(
+        &self,
+        id: String,
+        message: String,
+        kind: JobKind,
+        spec: SendSpec,
+    ) -> Result<(), SendRejected> {
         let limits = self.shared.config.limits;
         {
             let mut q = self.shared.queue();

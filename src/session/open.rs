@@ -89,7 +89,25 @@ impl Session {
     ) -> Result<Session, OpenError> {
         let version = wire::negotiate(protocol_version)?;
         let (init, worktree) = with_worktree(config, env, version).await?;
-        let init = &init;
+        let made = worktree.as_ref().map(|(wt, _)| wt.clone());
+        let opened = Session::open_in(&init, worktree, env, limits, outbox, files, version).await;
+        // A worktree made for a session that then failed to open is removed
+        // (with its branch): nothing of the session's is in it.
+        if let (Err(_), Some(wt)) = (&opened, made) {
+            let _ = tokio::task::spawn_blocking(move || wt.remove_if_unchanged()).await;
+        }
+        opened
+    }
+
+    async fn open_in(
+        init: &InitConfig,
+        worktree: Option<(Worktree, WorktreeCleanup)>,
+        env: &Environment,
+        limits: Limits,
+        outbox: Outbox,
+        files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
+        version: wire::ProtocolVersion,
+    ) -> Result<Session, OpenError> {
         let mut config = SessionConfig::new(init, env, limits, version)?;
         config.client_files = files;
         config.worktree = worktree;

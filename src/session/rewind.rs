@@ -8,8 +8,11 @@
 //! are [`crate::checkpoint::rewind`]'s; here the log is read (once every
 //! entry so far is stored) and the `rewind` entry written.
 
-use super::Shared;
+use std::sync::atomic::Ordering;
+
 use super::queue::{Job, JobKind};
+use super::{SendRejected, Session, Shared};
+use crate::agent::SendSpec;
 use crate::checkpoint::rewind::{RewindError, apply, plan};
 use crate::store::Body;
 use crate::wire::{ErrorCode, ErrorEnvelope, RewoundFile, SendResult, Status, StopReason};
@@ -34,6 +37,13 @@ pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
         Err(e) => return refused(ErrorCode::RewindRefused, format!("the session's log cannot be read: {e}"), None),
     };
     let workspace = shared.config.workspace.clone();
+    // The checkpoints belong to the tree the log's session worked in: a
+    // session resumed elsewhere (another cwd, another host) has none here.
+    let logged = crate::store::fold::fold(&entries).workspace;
+    if !logged.is_empty() && std::path::Path::new(&logged) != workspace {
+        let why = format!("the checkpoints were taken in {logged}, not in {}", workspace.display());
+        return refused(ErrorCode::RewindRefused, why, Some(serde_json::json!({ "failed": "workspace" })));
+    }
     let to = job.message.clone();
     let dry_run = job.kind == JobKind::RewindPreview;
     let done = tokio::task::spawn_blocking(move || {
@@ -47,7 +57,8 @@ pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
             let details = match &e {
                 RewindError::Unkept(p) => Some(serde_json::json!({ "unkept": p })),
                 RewindError::ChangedSince(p) => Some(serde_json::json!({ "changed_since": p })),
-                _ => None,
+                RewindError::Io(m) => Some(serde_json::json!({ "failed": m })),
+                RewindError::NoSuchSend(_) => None,
             };
             return refused(ErrorCode::RewindRefused, e.to_string(), details);
         }
@@ -71,4 +82,23 @@ pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
     result.rewound = Some(restored.into_iter().map(|r| RewoundFile { path: r.path, action: r.action }).collect());
     result.worktree = super::runner::worktree_state(&shared.config).await;
     result
+}
+
+impl Session {
+    /// Queues a rewind (0.3.0 `rewind`, `POST …/rewind`): it runs in turn
+    /// like a send, puts the workspace's files back to how they were before
+    /// send `to_send`, and is answered by one `result` with id `id`
+    /// (`rewound` lists the files; `rewind_refused` when nothing could be).
+    /// `dry_run`: the same checks and list, nothing written.
+    pub fn rewind(&self, id: String, to_send: String, dry_run: bool) -> Result<(), SendRejected> {
+        let kind = if dry_run { JobKind::RewindPreview } else { JobKind::Rewind };
+        self.enqueue(id, to_send, kind, SendSpec::default())
+    }
+
+    /// The session's message count, its system prompt counted (as
+    /// `status_ok.messages_count`), read at once.
+    pub fn message_count(&self) -> u64 {
+        let system = u64::from(!self.shared.config.system_prompt.is_empty());
+        self.shared.messages.load(Ordering::Relaxed) + system
+    }
 }

@@ -151,7 +151,11 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
     };
     *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = None;
     // After the agent future is gone (a command it ran is killed by then).
-    let kept = job.spec.checkpoint.take().and_then(|c| c.finish());
+    let kept = match job.spec.checkpoint.take() {
+        // Reads every file the send changed: not on the runtime's threads.
+        Some(c) => tokio::task::spawn_blocking(move || c.finish()).await.ok().flatten(),
+        None => None,
+    };
     // A model call or tool cut off by the cancel still counts.
     stats.close_interrupted();
     let (status, response, error, stop) = match ended {

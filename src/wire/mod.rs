@@ -17,6 +17,7 @@
 //!   `queue_length`, `request_id`, `args`) and the opt-in request
 //!   `permission_response`; a 0.2.0 client never has to look at them.
 
+mod attempts;
 pub mod claude_names;
 pub mod http;
 mod outgoing;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use attempts::*;
 pub use outgoing::*;
 pub use policy::*;
 pub use request::*;

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::attempts::{RewindRequest, WorktreeCleanup, WorktreeSpec};
 use super::policy::{ApprovalMode, HooksConfig, McpServerConfig, PermissionRules, Prices, SandboxMode};
 
 /// One request line. Discriminated by `type`.
@@ -331,34 +332,6 @@ pub struct InitConfig {
     pub output_retries: Option<u32>,
 }
 
-/// `init.config.worktree`: `true`/`false`, or the worktree's name.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
-#[serde(untagged)]
-pub enum WorktreeSpec {
-    Switch(bool),
-    Name(String),
-}
-
-impl WorktreeSpec {
-    /// `None` for no worktree, `Some(None)` for a generated name.
-    pub fn wanted(&self) -> Option<Option<&str>> {
-        match self {
-            WorktreeSpec::Switch(false) => None,
-            WorktreeSpec::Switch(true) => Some(None),
-            WorktreeSpec::Name(n) => Some(Some(n)),
-        }
-    }
-}
-
-/// `init.config.worktree_cleanup`.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum WorktreeCleanup {
-    #[default]
-    Keep,
-    RemoveIfUnchanged,
-}
-
 /// `send`: `{type, id, message}`, and in 0.3.0 the per-send options of
 /// [`SendOptions`].
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
@@ -424,19 +397,6 @@ pub struct CancelRequest {
     pub id: String,
     /// The `id` of the send to cancel.
     pub target_id: String,
-}
-
-/// 0.3.0 `rewind`: `{type, id, send_id}`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
-pub struct RewindRequest {
-    pub id: String,
-    /// The send whose changes, and every later send's, are undone (the
-    /// latest send with this id when the session reused one).
-    pub send_id: String,
-    /// Only say what would be put back (`rewound`), the checks included;
-    /// nothing is written (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dry_run: Option<bool>,
 }
 
 /// pirn extension `permission_response`: `{type, id, request_id, decision}`.

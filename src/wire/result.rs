@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::attempts::{CheckpointKept, RewoundFile, WorktreeState};
 use super::{Correlation, ErrorCode, ErrorEnvelope, Usage};
 
 /// `result`: the one final answer to a send (or to a bad request line).
@@ -88,48 +89,6 @@ pub struct SendResult {
     pub calls_completed: u32,
     #[serde(flatten)]
     pub correlation: Correlation,
-}
-
-/// 0.3.0 `result.checkpoint`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-pub struct CheckpointKept {
-    /// Files whose state before the send is kept (created files included).
-    pub files: u32,
-    /// Bytes of content kept.
-    pub bytes: u64,
-    /// Files the send changed whose state before was not kept (over the
-    /// bounds: 8 MiB a file, 64 MiB a send; or unreadable): a rewind across
-    /// this send refuses.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unkept: Vec<String>,
-}
-
-/// 0.3.0 `result.worktree`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-pub struct WorktreeState {
-    pub name: String,
-    /// The worktree's root (absolute).
-    pub path: String,
-    /// Its branch, `pirn/<name>`.
-    pub branch: String,
-    /// The commit it started from.
-    pub base: String,
-    /// The files that differ from `base` (tracked and untracked, relative
-    /// to the worktree's root, sorted).
-    pub changed: Vec<String>,
-    /// `git diff --shortstat` against `base` (tracked files), e.g. "2
-    /// files changed, 3 insertions(+), 1 deletion(-)"; empty when none.
-    pub diff_stat: String,
-}
-
-/// One file a `rewind` put back (`result.rewound`).
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-pub struct RewoundFile {
-    /// Relative to the workspace.
-    pub path: String,
-    /// `restored` (its bytes and mode put back) or `deleted` (it did not
-    /// exist before the send).
-    pub action: String,
 }
 
 /// 0.3.0 `result.side_calls`: the model calls of a send that were not

@@ -202,3 +202,28 @@ async fn a_file_past_the_bound_is_named_in_the_result_and_a_rewind_across_it_ref
     w.write(json!({"type": "rewind", "id": "r", "send_id": "1"})).await;
     assert_eq!(w.result_for("r").await.1["error"]["code"], "rewind_refused");
 }
+
+#[tokio::test]
+async fn a_rewind_never_writes_through_a_symlink_out_of_the_workspace() {
+    let mock = MockServer::start(vec![
+        Reply::tool("write_file", json!({"file_path": "a.txt", "content": "a\n"})),
+        Reply::tool("write_file", json!({"file_path": "sub/x.txt", "content": "x\n"})),
+        Reply::text(&["Done."]),
+    ])
+    .await;
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], json!({})).await;
+    let ws = w.workspace.path().to_owned();
+    w.write(json!({"type": "send", "id": "1", "message": "Write them."})).await;
+    assert_eq!(w.result_for("1").await.1["status"], "ok");
+    // `sub` swapped for a link to a directory outside holding the same bytes.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("x.txt"), "x\n").unwrap();
+    std::fs::remove_dir_all(ws.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("sub")).unwrap();
+    w.write(json!({"type": "rewind", "id": "r", "send_id": "1"})).await;
+    let (_, r) = w.result_for("r").await;
+    assert_eq!(r["error"]["code"], "rewind_refused", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("nothing was restored"), "{r}");
+    assert_eq!(std::fs::read_to_string(outside.path().join("x.txt")).unwrap(), "x\n", "outside: untouched");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "a\n", "inside: nothing restored either");
+}

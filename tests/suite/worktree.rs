@@ -184,3 +184,42 @@ async fn a_rewind_in_a_worktree_restores_that_worktree_only_and_a_fork_gets_its_
     let refused = w.next().await;
     assert!(refused["error"]["message"].as_str().unwrap().contains("not inside a git repository"), "{refused}");
 }
+
+#[tokio::test]
+async fn a_worktree_runs_no_program_the_repositorys_config_names() {
+    let repo = repo();
+    let root = repo.path().canonicalize().unwrap();
+    let marker = tempfile::tempdir().unwrap();
+    let hit = |name: &str| marker.path().join(name);
+    // What a model could plant: .git is inside the workspace it may write.
+    std::fs::write(root.join(".gitattributes"), "* filter=evil diff=evil\n").unwrap();
+    git(&root, &["add", ".gitattributes"]);
+    git(&root, &["commit", "-q", "-m", "attributes"]);
+    let sh = |name: &str| format!("sh -c 'touch {}; cat'", hit(name).display());
+    git(&root, &["config", "filter.evil.smudge", &sh("smudge")]);
+    git(&root, &["config", "filter.evil.clean", &sh("clean")]);
+    git(&root, &["config", "filter.evil.required", "true"]);
+    git(&root, &["config", "diff.evil.textconv", &sh("textconv")]);
+    git(&root, &["config", "diff.external", &sh("external")]);
+    let hook = root.join(".git/hooks/post-checkout");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", hit("hook").display())).unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mock = MockServer::start(vec![
+        Reply::tool("read_file", json!({"file_path": "a.txt"})),
+        Reply::tool("write_file", json!({"file_path": "a.txt", "content": "changed\n"})),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let out = pirn_command(&mock.base_url(), &[])
+        .args(["run", "--cwd", root.to_str().unwrap(), "--format", "jsonl", "--worktree", "safe", "change a"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let r = result_of(&out.stdout);
+    assert_eq!(r["status"], "ok", "{r}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(r["worktree"]["changed"], json!(["a.txt"]), "{r}");
+    for name in ["smudge", "clean", "textconv", "external", "hook"] {
+        assert!(!hit(name).exists(), "the repository's {name} program ran");
+    }
+}
