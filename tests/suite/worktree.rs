@@ -223,3 +223,28 @@ async fn a_worktree_runs_no_program_the_repositorys_config_names() {
         assert!(!hit(name).exists(), "the repository's {name} program ran");
     }
 }
+
+#[tokio::test]
+async fn the_http_session_body_asks_for_a_worktree() {
+    let repo = repo();
+    let root = repo.path().canonicalize().unwrap();
+    let mock = MockServer::start(vec![
+        Reply::tool("write_file", json!({"file_path": "b.txt", "content": "b\n"})),
+        Reply::text(&["done"]),
+    ])
+    .await;
+    let d = super::http::daemon(&mock.base_url(), &[]).await;
+    let c = super::http::client();
+    let body = json!({"cwd": root.to_str().unwrap(), "worktree": "over-http", "worktree_cleanup": "keep"});
+    let id = super::http::new_session(&c, &d.base, body).await;
+    let url = |p: &str| format!("{}/v1/sessions/{id}{p}", d.base);
+    let mut events = super::http::SseReader::new(c.get(url("/events")).send().await.unwrap());
+    super::http::post(&c, &url("/sends"), json!({"message": "write b", "send_id": "h"})).await;
+    let frames = events.until_result("h").await;
+    let r = &frames.last().unwrap().data;
+    assert_eq!(r["worktree"]["branch"], "pirn/over-http", "{r}");
+    assert_eq!(r["worktree"]["changed"], json!(["b.txt"]), "{r}");
+    let path = Path::new(r["worktree"]["path"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(path.join("b.txt")).unwrap(), "b\n");
+    assert!(!root.join("b.txt").exists(), "the repository's own tree is untouched");
+}
