@@ -12,11 +12,12 @@
 //!   rewind also puts back what `bash` changed, which Claude Code's does
 //!   not). `dry_run` is answered with what would be put back, nothing written.
 //! - An assistant message's uuid is derived (uuid v5) from the session id,
-//!   the session's message count when it was written and its place among
-//!   the messages written at that count, so `--resume-session-at UUID` can
-//!   find the place again in the stored log, in another process, without
-//!   a table: it becomes `resume_at_message` (the conversation kept up to
-//!   and including that point).
+//!   the turn's send id and what the message stands for in the
+//!   conversation (a tool call's id, text before that call, or the turn's
+//!   final answer), so `--resume-session-at UUID` finds the place again in
+//!   the stored log, in another process, without a table and whatever ran
+//!   meanwhile: it becomes `resume_at_message` (the conversation kept up
+//!   to and including that message).
 
 use serde_json::{Value, json};
 
@@ -30,18 +31,53 @@ fn namespace() -> uuid::Uuid {
     uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, b"pirn.claude.messages")
 }
 
-/// The uuid of the `k`-th assistant message written while session
-/// `session_id` held `count` messages (its system prompt counted).
-pub fn assistant_uuid(session_id: &str, count: u64, k: u32) -> String {
-    uuid::Uuid::new_v5(&namespace(), format!("{session_id}:{count}:{k}").as_bytes()).to_string()
+/// The uuid of the assistant message of session `session_id`'s send
+/// `send_id` that stands for `anchor` in the conversation: `call:<id>`
+/// (a tool call's message), `text:<id>` (text the model wrote before that
+/// call, in the same message) or `final` (the turn's last answer).
+pub fn assistant_uuid(session_id: &str, send_id: &str, anchor: &str) -> String {
+    uuid::Uuid::new_v5(&namespace(), format!("{session_id}:{send_id}:{anchor}").as_bytes()).to_string()
 }
 
-/// Messages written at one count, at most, that a uuid is looked for among.
-const MAX_PER_COUNT: u32 = 64;
+/// Every anchored place of a session's log: `(send id, anchor, the
+/// conversation's length with that message, system prompt counted)`.
+fn places(entries: &[crate::store::Stored]) -> Vec<(String, String, u64)> {
+    use crate::store::Body;
+    let mut out = Vec::new();
+    let (mut len, mut send, mut last) = (0u64, String::new(), None::<u64>);
+    let close = |out: &mut Vec<(String, String, u64)>, send: &str, last: Option<u64>| {
+        if let Some(at) = last {
+            out.push((send.to_owned(), "final".to_owned(), at));
+        }
+    };
+    for e in entries {
+        match &e.body {
+            Body::History { messages } => len = messages.len() as u64,
+            Body::Send { send_id, .. } => {
+                close(&mut out, &send, last.take());
+                send.clone_from(send_id);
+            }
+            Body::Message { message } => {
+                len += 1;
+                if message["role"] == "assistant" {
+                    last = Some(len);
+                    for call in message["tool_calls"].as_array().into_iter().flatten() {
+                        let id = call["id"].as_str().unwrap_or_default();
+                        out.push((send.clone(), format!("call:{id}"), len));
+                        out.push((send.clone(), format!("text:{id}"), len));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    close(&mut out, &send, last);
+    out
+}
 
 /// The `resume_at_message` that assistant message `uuid` of stored session
 /// `session_id` names (or of a session it was forked from, at a message
-/// the fork holds).
+/// the fork holds): the conversation up to and including that message.
 ///
 /// Errors: not stored, or no message of it has this uuid.
 pub async fn resume_at(store: &Store, session_id: &str, uuid: &str) -> Result<u64, String> {
@@ -49,15 +85,10 @@ pub async fn resume_at(store: &Store, session_id: &str, uuid: &str) -> Result<u6
     let mut bound: Option<u64> = None;
     for _ in 0..16 {
         let entries = store.load(&id, 0).await.map_err(|e| format!("--resume-session-at: {e}"))?;
-        let folded = crate::store::fold::fold(&entries);
-        let held = folded.messages.len() as u64;
-        let last = bound.map_or(held, |b| b.min(held));
-        for count in 1..=last {
-            for k in 0..MAX_PER_COUNT {
-                if assistant_uuid(&id, count, k) == uuid {
-                    // `count` counted the system prompt.
-                    return Ok(count.saturating_sub(1).max(1));
-                }
+        for (send, anchor, len) in places(&entries) {
+            if assistant_uuid(&id, &send, &anchor) == uuid && bound.is_none_or(|b| len <= b) {
+                // `len` counted the system prompt.
+                return Ok(len.saturating_sub(1).max(1));
             }
         }
         let origin = entries.iter().find_map(|e| match &e.body {

@@ -310,7 +310,8 @@ impl Surface {
                     let echo = wire::UserMsg { message, parent_tool_use_id: None, session_id, uuid: id.clone() };
                     self.emit(&Out::User(echo));
                 }
-                self.turns.insert(id, Turn::new(&config.session_id, &self.setup.model, self.partial));
+                let turn = Turn::new(&config.session_id, &self.setup.model, self.partial).for_send(&id);
+                self.turns.insert(id, turn);
             }
             Err(e) => self.refuse_turn(e.to_string()),
         }
@@ -334,12 +335,8 @@ impl Surface {
                     self.ask(&e.send_id, name, reason, rid, args.clone().unwrap_or_default());
                     return;
                 }
-                let count = self.session.as_ref().map_or(0, Session::message_count);
                 let lines = match self.turns.get_mut(&*e.send_id) {
-                    Some(turn) => {
-                        turn.at_count(count);
-                        turn.event(&e.event)
-                    }
+                    Some(turn) => turn.event(&e.event),
                     None => return,
                 };
                 for line in &lines {
@@ -350,8 +347,7 @@ impl Surface {
                 if self.rewound(&r) {
                     return;
                 }
-                let Some(mut turn) = self.turns.remove(&r.id) else { return };
-                turn.at_count(self.session.as_ref().map_or(0, Session::message_count));
+                let Some(turn) = self.turns.remove(&r.id) else { return };
                 let (lines, result) = turn.finish(&r);
                 for line in &lines {
                     self.emit(line);

@@ -53,21 +53,18 @@ pub struct Turn {
     /// the first message after it carries it, later ones zeros, so a
     /// client summing messages counts each call once.
     usage: Option<ClaudeUsage>,
-    /// The session's message count now (see [`Turn::at_count`]), and how
-    /// many assistant messages were written at it: what an assistant
-    /// message's uuid is made of (see `super::checkpoints`).
-    count: u64,
-    written_at_count: u32,
+    /// The pirn send this turn is, and what the next assistant message
+    /// stands for in the conversation (`call:<id>`, `text:<id>` or
+    /// `final`): what its uuid is made of (see `super::checkpoints`).
+    send_id: String,
+    anchor: String,
 }
 
 impl Turn {
-    /// Tells the turn the session's message count (its system prompt
-    /// counted) before the next event is translated.
-    pub fn at_count(&mut self, count: u64) {
-        if count != self.count {
-            self.count = count;
-            self.written_at_count = 0;
-        }
+    /// The same turn, of pirn send `send_id`.
+    pub fn for_send(mut self, send_id: &str) -> Turn {
+        send_id.clone_into(&mut self.send_id);
+        self
     }
 
     /// A turn of session `session_id` on `model`; `partial`: write
@@ -85,8 +82,8 @@ impl Turn {
             denials: Vec::new(),
             next_call: 0,
             usage: None,
-            count: 0,
-            written_at_count: 0,
+            send_id: String::new(),
+            anchor: "final".to_owned(),
         }
     }
 
@@ -115,8 +112,8 @@ impl Turn {
     fn assistant(&mut self, block: Block, stop: Option<&str>) -> Out {
         let mut message = self.body(vec![block], stop);
         message.usage = self.usage.take().unwrap_or_default();
-        let uuid = super::checkpoints::assistant_uuid(&self.session_id, self.count, self.written_at_count);
-        self.written_at_count += 1;
+        let anchor = std::mem::replace(&mut self.anchor, "final".to_owned());
+        let uuid = super::checkpoints::assistant_uuid(&self.session_id, &self.send_id, &anchor);
         Out::Assistant(AssistantMsg { message, parent_tool_use_id: None, session_id: self.session_id.clone(), uuid })
     }
 
@@ -144,7 +141,10 @@ impl Turn {
                 self.text.push_str(text);
             }
             Event::ToolStart { name, args, call_id } => {
+                let pirn_call = call_id.clone().unwrap_or_default();
+                self.anchor = format!("text:{pirn_call}");
                 self.flush(&mut out, Some("tool_use"));
+                self.anchor = format!("call:{pirn_call}");
                 self.next_call += 1;
                 let id = call_id.clone().unwrap_or_else(|| format!("toolu_pirn_{}", self.next_call));
                 let block = Block::ToolUse { id: id.clone(), name: claude_name(name).to_owned(), input: args.clone() };

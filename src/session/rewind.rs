@@ -8,8 +8,6 @@
 //! are [`crate::checkpoint::rewind`]'s; here the log is read (once every
 //! entry so far is stored) and the `rewind` entry written.
 
-use std::sync::atomic::Ordering;
-
 use super::queue::{Job, JobKind};
 use super::{SendRejected, Session, Shared};
 use crate::agent::SendSpec;
@@ -93,12 +91,5 @@ impl Session {
     pub fn rewind(&self, id: String, to_send: String, dry_run: bool) -> Result<(), SendRejected> {
         let kind = if dry_run { JobKind::RewindPreview } else { JobKind::Rewind };
         self.enqueue(id, to_send, kind, SendSpec::default())
-    }
-
-    /// The session's message count, its system prompt counted (as
-    /// `status_ok.messages_count`), read at once.
-    pub fn message_count(&self) -> u64 {
-        let system = u64::from(!self.shared.config.system_prompt.is_empty());
-        self.shared.messages.load(Ordering::Relaxed) + system
     }
 }

@@ -93,3 +93,37 @@ async fn fork_session_and_resume_session_at_an_assistant_message() {
     assert!(!texts.iter().any(|t| t.contains("second")), "cut after the first answer: {texts:?}");
     assert_eq!(texts.last().unwrap(), "third question");
 }
+
+#[tokio::test]
+async fn resume_session_at_a_tool_calls_message_keeps_that_call() {
+    let mock = MockServer::start(vec![
+        Reply::tool("read_file", json!({"file_path": "n.txt"})),
+        Reply::text(&["It says n."]),
+        Reply::text(&["Later answer."]),
+        Reply::text(&["Resumed."]),
+    ])
+    .await;
+    let ws = workspace(&[("n.txt", "n\n")]);
+    let script = json!({"cwd": ws.path(), "options": {"permission_mode": "bypassPermissions"}, "steps": [
+        {"op": "query", "text": "read n.txt"},
+        {"op": "query", "text": "later question"},
+    ]});
+    let r = python(&mock, script).await;
+    if r.is_null() {
+        return;
+    }
+    let first = turn(&r, 0);
+    let sid = result(&first)["session_id"].as_str().unwrap().to_owned();
+    let call = first
+        .iter()
+        .find(|m| m["kind"] == "AssistantMessage" && m["content"][0].get("name").is_some())
+        .expect("the tool call's message");
+    let options = json!({"permission_mode": "bypassPermissions", "resume": sid,
+        "resume_session_at": call["uuid"]});
+    let r = python(&mock, json!({"cwd": ws.path(), "options": options, "prompt": "go on"})).await;
+    assert_eq!(result(&turn(&r, 0))["result"], "Resumed.");
+    let texts = chat_texts(&mock, 3);
+    assert!(texts.contains(&"read n.txt".to_owned()), "{texts:?}");
+    assert!(!texts.iter().any(|t| t.contains("It says n.") || t.contains("later")), "cut at the call: {texts:?}");
+    assert!(texts.iter().any(|t| t.contains("no result: the conversation was cut")), "the call's result: {texts:?}");
+}
