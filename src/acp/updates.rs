@@ -10,17 +10,18 @@
 //! | `tool_start` | `tool_call`: `toolCallId` = pirn's `call_id`, `title`, `kind`, `status: in_progress`, `rawInput`, `locations` |
 //! | `tool_end` | `tool_call_update`: `completed` or `failed`, the result text as content, and a `diff` for a file it changed |
 //! | `usage` | `usage_update` (`used`: the prompt's tokens; `size`: the context window), when the window is known |
+//! | `plan` | `plan`: every step as an entry with its status (priority `medium`: pirn's plans have none) |
 
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Diff, EmbeddedResourceResource, SessionUpdate, StopReason, TextContent, ToolCall,
-    ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
-    UsageUpdate,
+    ContentBlock, ContentChunk, Diff, EmbeddedResourceResource, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
 
-use crate::wire::{ErrorCode, Event, SendResult, Status};
+use crate::wire::{ErrorCode, Event, SendResult, Status, TodoStatus};
 
 /// The updates one pirn event becomes (none for events ACP has no place
 /// for: heartbeats, retries, errors, which the prompt's answer carries).
@@ -54,6 +55,20 @@ pub fn from_event(event: &Event, workspace: &Path, window: Option<u32>) -> Vec<S
             let fields = ToolCallUpdateFields::new().status(status).content(content);
             vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(ToolCallId::new(id.clone()), fields))]
         }
+        Event::Plan { todos } => {
+            let entries = todos
+                .iter()
+                .map(|t| {
+                    let status = match t.status {
+                        TodoStatus::Pending => PlanEntryStatus::Pending,
+                        TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                        TodoStatus::Completed => PlanEntryStatus::Completed,
+                    };
+                    PlanEntry::new(t.content.clone(), PlanEntryPriority::Medium, status)
+                })
+                .collect();
+            vec![SessionUpdate::Plan(Plan::new(entries))]
+        }
         Event::Usage(u) => match window {
             Some(size) => vec![SessionUpdate::UsageUpdate(UsageUpdate::new(u.prompt_tokens, u64::from(size)))],
             None => Vec::new(),
@@ -77,6 +92,7 @@ pub fn kind(name: &str) -> ToolKind {
         "write_file" | "edit_file" => ToolKind::Edit,
         "glob" | "grep" => ToolKind::Search,
         "bash" => ToolKind::Execute,
+        "todo_write" => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }

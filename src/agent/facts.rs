@@ -65,7 +65,7 @@ impl CallOutcome {
     pub fn may_change_workspace(&self, tool: &str) -> bool {
         match self {
             CallOutcome::Changed { .. } | CallOutcome::Ran { .. } => true,
-            CallOutcome::Looked => !crate::tools::ALL_TOOLS.contains(&tool),
+            CallOutcome::Looked => !crate::tools::effects_known(tool),
             _ => false,
         }
     }
@@ -120,7 +120,7 @@ impl Facts {
             }
             CallOutcome::Denied => self.denied += 1,
             CallOutcome::Failed => self.failed += 1,
-            CallOutcome::Looked if !crate::tools::ALL_TOOLS.contains(&tool) => {
+            CallOutcome::Looked if !crate::tools::effects_known(tool) => {
                 self.touched_since.extend(self.changed.keys().cloned());
             }
             CallOutcome::Looked | CallOutcome::Withheld | CallOutcome::MadeAlready { .. } => {}

@@ -91,6 +91,9 @@ pub async fn run(
                         let out = mcp.call(&call.name, &call.arguments, &cx.tools.cancel).await;
                         ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), ..out }
                     }
+                    None if call.name == tools::todo::NAME && cx.config.plan_tool => {
+                        update_plan(cx, conv, &call.arguments).await
+                    }
                     None => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
                 };
                 let outcome = CallOutcome::of(&output);
@@ -141,6 +144,20 @@ pub async fn run(
     }
     conv.push_tool_result(&call.id, shown);
     (text, outcome)
+}
+
+/// Runs a `todo_write` call: the plan it sends replaces the conversation's
+/// and goes to the client whole as a `plan` event; arguments that are not
+/// a plan are the model's error, and the plan stays as it was.
+async fn update_plan(cx: &CallContext<'_>, conv: &Conversation, arguments: &str) -> ToolOutput {
+    match tools::todo::parse(arguments) {
+        Ok((todos, text)) => {
+            *conv.plan.lock().unwrap_or_else(|p| p.into_inner()) = todos.clone();
+            cx.emit.emit(Event::Plan { todos }).await;
+            ToolOutput::ok(text)
+        }
+        Err(text) => ToolOutput::error(text),
+    }
 }
 
 /// Answers a call identical to one of the previous answer without running

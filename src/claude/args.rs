@@ -266,7 +266,7 @@ impl ClaudeArgs {
                         Some(p) => out.push(p),
                         None => {
                             return Err(ArgsError::Invalid(format!(
-                                "--tools {name}: pirn has no such tool (it has Read, Write, Edit, Glob, Grep, Bash and MCP tools)"
+                                "--tools {name}: pirn has no such tool (it has Read, Write, Edit, Glob, Grep, Bash, TodoWrite and MCP tools)"
                             )));
                         }
                     }
@@ -277,7 +277,23 @@ impl ClaudeArgs {
         let removed: Vec<String> =
             self.disallowed_tools.iter().flat_map(|d| split_rules(d)).filter(|r| !r.contains('(')).collect();
         tools.retain(|t| !removed.iter().any(|r| pirn_name(r).as_deref() == Some(t.as_str())));
+        tools.retain(|t| t != crate::tools::todo::NAME);
         Ok(tools)
+    }
+
+    /// Whether the plan tool (`TodoWrite`) is offered: `None` leaves it to
+    /// pirn's default (on unless the profile leaves it out); a `--tools`
+    /// list offers it only when it names it, and `--disallowedTools
+    /// TodoWrite` never.
+    pub fn plan_tool(&self) -> Option<bool> {
+        let names = |list: &str| split_rules(list).into_iter().any(|n| pirn_name(&n).as_deref() == Some("todo_write"));
+        if self.disallowed_tools.iter().any(|d| names(d)) {
+            return Some(false);
+        }
+        match self.tools.as_deref() {
+            None | Some("default") => None,
+            Some(list) => Some(names(list)),
+        }
     }
 
     /// `--allowedTools` and `--disallowedTools` as pirn's permission rules

@@ -21,6 +21,8 @@ pub struct Setup {
     pub append_system_prompt: Option<String>,
     /// pirn's tool names (built-ins; MCP patterns are added per server).
     pub tools: Vec<String>,
+    /// `TodoWrite` offered (see [`super::args::Args::plan_tool`]).
+    pub plan_tool: Option<bool>,
     pub mode: ApprovalMode,
     pub rules: PermissionRules,
     pub mcp: Vec<McpServerConfig>,
@@ -72,6 +74,7 @@ impl Setup {
             system_prompt: a.system_prompt.clone().filter(|s| !s.is_empty()),
             append_system_prompt: a.append_system_prompt.clone().filter(|s| !s.is_empty()),
             tools: a.tool_set()?,
+            plan_tool: a.plan_tool(),
             mode: a.approval_mode()?,
             rules: a.permission_rules(),
             mcp: a.mcp_servers()?,
@@ -139,6 +142,7 @@ impl Setup {
             model: self.model.clone(),
             system_prompt: system,
             tools,
+            plan_tool: self.plan_tool,
             max_iterations: self.max_turns,
             approval_mode: Some(self.mode),
             permissions: has_rules.then_some(rules),

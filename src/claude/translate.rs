@@ -147,7 +147,8 @@ impl Turn {
                 self.anchor = format!("call:{pirn_call}");
                 self.next_call += 1;
                 let id = call_id.clone().unwrap_or_else(|| format!("toolu_pirn_{}", self.next_call));
-                let block = Block::ToolUse { id: id.clone(), name: claude_name(name).to_owned(), input: args.clone() };
+                let input = if name == crate::tools::todo::NAME { todo_input(args) } else { args.clone() };
+                let block = Block::ToolUse { id: id.clone(), name: claude_name(name).to_owned(), input };
                 out.push(self.assistant(block, Some("tool_use")));
                 self.message_id = new_message_id();
                 self.calls.push(Call { pirn_id: call_id.clone(), id, name: name.clone(), input: args.clone() });
@@ -210,6 +211,37 @@ impl Turn {
 /// A serde enum's wire name (`max_iterations`, `cancelled`, …).
 fn snake(v: &impl serde::Serialize) -> String {
     serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// One step of Claude Code's `TodoWrite` input.
+#[derive(serde::Serialize)]
+struct ClaudeTodo {
+    content: String,
+    status: crate::wire::TodoStatus,
+    #[serde(rename = "activeForm")]
+    active_form: String,
+}
+
+/// `TodoWrite`'s input: `{todos: [ClaudeTodo]}`.
+#[derive(serde::Serialize)]
+struct ClaudeTodos {
+    todos: Vec<ClaudeTodo>,
+}
+
+/// A `todo_write` call's input in Claude Code's `TodoWrite` shape
+/// (`activeForm` the step itself when the model gave none); arguments that
+/// are not a plan as the model sent them.
+fn todo_input(args: &Value) -> Value {
+    let Ok((todos, _)) = crate::tools::todo::parse(&args.to_string()) else { return args.clone() };
+    let todos = todos
+        .into_iter()
+        .map(|t| ClaudeTodo {
+            active_form: t.active_form.unwrap_or_else(|| t.content.clone()),
+            content: t.content,
+            status: t.status,
+        })
+        .collect();
+    serde_json::to_value(ClaudeTodos { todos }).unwrap_or_else(|_| args.clone())
 }
 
 fn new_message_id() -> String {

@@ -91,6 +91,12 @@ pub struct RunArgs {
     /// force on stderr.
     #[arg(long, value_name = "NAME")]
     profile: Option<String>,
+    /// Offer the plan tool, todo_write (its plan is shown on stderr with
+    /// `--format text` and sent as `plan` events with `--format jsonl`)
+    /// (config `plan_tool`) [default: on, unless the profile leaves it
+    /// out: `small` does].
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    plan_tool: Option<bool>,
     /// Ask the model whether an answer that changed no file was asked for
     /// a change; if so, send it back once to act, then fail the send if
     /// still nothing changed (one short extra call, shared with
@@ -213,6 +219,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         verify_command: args.verify,
         sandbox_network: args.no_network.then_some(false),
         profile: args.profile,
+        plan_tool: args.plan_tool,
         request_check: args.request_check,
         write_check: args.write_check,
         claim_check: args.claim_check.then_some(true),

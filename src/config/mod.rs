@@ -77,6 +77,10 @@ pub struct SessionConfig {
     pub instruction_files: Vec<PathBuf>,
     /// Enabled tool names (known built-in ones only).
     pub tools: Vec<String>,
+    /// The plan tool (`tools::todo`) is offered: `init.config.plan_tool`,
+    /// else on in 0.3.0 when the session has tools and its profile does
+    /// not leave it out.
+    pub plan_tool: bool,
     /// `tools` entries naming MCP tools (`mcp__…`, exact or glob).
     pub mcp_patterns: Vec<String>,
     /// The session's MCP servers and their advertised tools, once started
@@ -296,6 +300,13 @@ impl SessionConfig {
             crate::context::instructions::Instructions::default()
         };
         let edit_format = config.edit_format.unwrap_or_default();
+        if config.plan_tool == Some(true) && version < ProtocolVersion::V0_3 {
+            return Err(ConfigError::NeedsV0_3("plan_tool"));
+        }
+        let plan_tool = edit_format != EditFormat::Whole
+            && config
+                .plan_tool
+                .unwrap_or(version >= ProtocolVersion::V0_3 && !profile.without_plan_tool && !tools.is_empty());
         let can_write = tools.iter().any(|t| t == "write_file");
         if edit_format == EditFormat::Whole && !can_write {
             return Err(ConfigError::WholeWithoutWrite);
@@ -329,6 +340,7 @@ impl SessionConfig {
             tool_specs: OnceLock::new(),
             tool_spec_bytes: OnceLock::new(),
             tools,
+            plan_tool,
             mcp_patterns,
             mcp: None,
             max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
@@ -385,6 +397,7 @@ impl SessionConfig {
                 return Vec::new();
             }
             let mut specs = tools::specs(&self.tools);
+            specs.extend(self.plan_tool.then(tools::spec::plan_spec));
             specs.extend(self.mcp.iter().flat_map(|m| m.specs()));
             specs
         })

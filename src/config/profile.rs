@@ -62,6 +62,10 @@ pub struct Profile {
     /// shows made, asks for the answer at once (`agent::round`, `WrapUp::Redone`).
     #[serde(default)]
     pub early_wrap_up: bool,
+    /// The plan tool (`todo_write`) is not offered by default: its spec
+    /// costs a small model's window more than the plan gives it.
+    #[serde(default)]
+    pub without_plan_tool: bool,
 }
 
 impl Profile {

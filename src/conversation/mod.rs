@@ -17,6 +17,10 @@ use async_openai::types::chat::{
     FunctionCall,
 };
 
+mod plan;
+
+pub use plan::{Plan, last_plan};
+
 use crate::model::ToolCall;
 use crate::store::{Body, Journal};
 
@@ -33,6 +37,8 @@ pub struct Conversation {
     pub budget: crate::context::Budget,
     /// Files the model has read in this session (see `ToolContext::read_files`).
     pub read_files: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
+    /// The model's plan (see [`plan`]).
+    pub plan: Plan,
     /// Where each committed message is logged (none when not persisted).
     journal: Option<Journal>,
 }
@@ -78,6 +84,7 @@ impl Conversation {
             count,
             budget: crate::context::Budget::default(),
             read_files: Arc::default(),
+            plan: Plan::default(),
             journal: None,
         }
     }
@@ -91,6 +98,9 @@ impl Conversation {
         }
         if matches!(c.messages.first(), Some(ChatCompletionRequestMessage::System(_))) {
             c.count.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(todos) = last_plan(&c.messages) {
+            *c.plan.lock().unwrap_or_else(|p| p.into_inner()) = todos;
         }
         c
     }

@@ -64,6 +64,8 @@ struct Shared {
     cost: Mutex<SessionCost>,
     /// Copies of the workspace's files for the checkpoints of commands.
     shadow: Arc<Mutex<crate::checkpoint::snapshot::Shadow>>,
+    /// The conversation's plan (for `status_ok.plan`).
+    plan: crate::conversation::Plan,
 }
 
 /// The dollars of a session's model calls so far.
@@ -255,6 +257,7 @@ impl Session {
                 .as_ref()
                 .map(|j| if j.failure().is_some() { "degraded" } else { "ok" }.to_owned()),
             budget: self.shared.meter.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|m| m.status()),
+            plan: Some(self.shared.plan.lock().unwrap_or_else(|p| p.into_inner()).clone()).filter(|p| !p.is_empty()),
         }
     }
 

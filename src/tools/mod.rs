@@ -32,6 +32,7 @@ pub mod references;
 pub mod spec;
 pub mod supervisor;
 pub mod syntax;
+pub mod todo;
 pub mod whole;
 pub mod write_file;
 
@@ -45,6 +46,13 @@ pub use spec::{schema_of, specs};
 /// (`write_file`, `edit_file`); `bash` may write files too, unseen.
 pub fn writes_text(tool: &str) -> bool {
     matches!(tool, "write_file" | "edit_file")
+}
+
+/// True for pirn's own tools, whose effect on the workspace their result
+/// says (the six, and the plan tool, which has none); an MCP tool may do
+/// anything.
+pub fn effects_known(tool: &str) -> bool {
+    ALL_TOOLS.contains(&tool) || tool == todo::NAME
 }
 
 /// Every tool pirn knows, in the order they are advertised.

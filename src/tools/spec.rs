@@ -27,6 +27,14 @@ pub fn specs(enabled: &[String]) -> Vec<Value> {
         .collect()
 }
 
+/// The chat-completions `tools` entry of the plan tool (`todo_write`,
+/// offered apart from the workspace tools: see `tools::todo`).
+pub fn plan_spec() -> Value {
+    let (name, description, parameters) =
+        (super::todo::NAME, super::todo::DESCRIPTION, schema_of::<super::todo::Args>());
+    json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+}
+
 /// The JSON Schema of a tool's arguments, derived from its serde `Args`
 /// struct (field docs become descriptions): a plain object schema as
 /// chat-completions `parameters` expects, without `$schema`, `title` or
@@ -52,9 +60,16 @@ pub fn schema_of<A: JsonSchema>() -> Value {
 
 /// `{"type": ["integer", "null"], "format": "uint64", …}` → `{"type": "integer", …}`;
 /// a `oneOf` of constants (a unit enum) → `{"type": "string", "enum": […]}`.
+/// An array's object items get the same, all the way down.
 fn plain_property(p: &mut Value) {
     let Some(map) = p.as_object_mut() else { return };
     map.remove("format");
+    if let Some(Value::Object(items)) = map.get_mut("items") {
+        items.remove("description");
+        if let Some(Value::Object(props)) = items.get_mut("properties") {
+            props.values_mut().for_each(plain_property);
+        }
+    }
     if map.get("default") == Some(&Value::Null) {
         map.remove("default");
     }
@@ -135,5 +150,14 @@ mod tests {
         assert_eq!(specs(&ALL_TOOLS.map(String::from)).len(), ALL_TOOLS.len());
         let grep = schema_of::<grep::Args>();
         assert_eq!(grep["properties"]["head_limit"]["minimum"], 1, "{grep}");
+    }
+
+    #[test]
+    fn the_plan_spec_is_plain() {
+        let spec = plan_spec();
+        let step = &spec["function"]["parameters"]["properties"]["todos"]["items"];
+        assert_eq!(step["properties"]["status"]["enum"], json!(["pending", "in_progress", "completed"]), "{spec}");
+        assert_eq!(step["required"], json!(["content", "status"]), "{spec}");
+        assert!(!spec.to_string().contains("null"), "{spec}");
     }
 }

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::tap::{JournalSlot, Tap};
 use crate::session::{OUTBOX_CAPACITY, Outbox};
-use crate::wire::{Event, OutgoingMessage, SendResult, Sequencer};
+use crate::wire::{Event, OutgoingMessage, SendResult, Sequencer, TodoStatus};
 
 /// How responses are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +173,17 @@ fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage, format: Format) -> i
             }
             Event::StoreError { message } => {
                 eprintln!("[store] {message}");
+                Ok(())
+            }
+            Event::Plan { todos } => {
+                for t in todos {
+                    let mark = match t.status {
+                        TodoStatus::Pending => "[ ]",
+                        TodoStatus::InProgress => "[>]",
+                        TodoStatus::Completed => "[x]",
+                    };
+                    eprintln!("[plan] {mark} {}", t.content);
+                }
                 Ok(())
             }
             _ => Ok(()),

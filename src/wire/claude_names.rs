@@ -8,15 +8,18 @@
 
 use super::ApprovalMode;
 
-/// Claude Code's names of pirn's six built-in tools, as (Claude, pirn).
-/// The arguments stay pirn's own (see protocol/claude-code.md).
-pub const TOOL_NAMES: [(&str, &str); 6] = [
+/// Claude Code's names of pirn's six built-in tools and its plan tool, as
+/// (Claude, pirn). The arguments stay pirn's own (see
+/// protocol/claude-code.md), but for the plan's, which the surface shows
+/// in Claude Code's shape (`activeForm`).
+pub const TOOL_NAMES: [(&str, &str); 7] = [
     ("Read", "read_file"),
     ("Write", "write_file"),
     ("Edit", "edit_file"),
     ("Glob", "glob"),
     ("Grep", "grep"),
     ("Bash", "bash"),
+    ("TodoWrite", "todo_write"),
 ];
 
 /// Claude Code's name of pirn tool `name`; MCP tools (`mcp__server__tool`,

@@ -21,6 +21,7 @@ mod attempts;
 pub mod claude_names;
 pub mod http;
 mod outgoing;
+mod plan;
 mod policy;
 mod request;
 mod result;
@@ -32,6 +33,7 @@ use serde_json::Value;
 
 pub use attempts::*;
 pub use outgoing::*;
+pub use plan::*;
 pub use policy::*;
 pub use request::*;
 pub use result::*;

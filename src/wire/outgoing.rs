@@ -149,6 +149,9 @@ pub enum Event {
     PermissionDenied { name: String, reason: String },
     /// Plan mode finished; `plan` is also the result's `response`.
     PlanComplete { plan: String },
+    /// 0.3.0: the model's plan changed (a `todo_write` call): the whole
+    /// list as it stands now, in order. A client replaces what it shows.
+    Plan { todos: Vec<super::TodoItem> },
     /// Periodic alive signal; `duration_ms` since the send began.
     Heartbeat { duration_ms: u64 },
     /// The conversation was shortened before a model call: the oldest tool
@@ -203,6 +206,7 @@ impl Event {
             Event::PermissionRequest { .. } => "permission_request",
             Event::PermissionDenied { .. } => "permission_denied",
             Event::PlanComplete { .. } => "plan_complete",
+            Event::Plan { .. } => "plan",
             Event::Heartbeat { .. } => "heartbeat",
             Event::Retry { .. } => "retry",
             Event::StoreError { .. } => "store_error",
@@ -295,6 +299,10 @@ pub struct StatusOk {
     /// memory; the log catches up, or records a gap, when it works again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
+    /// pirn extension (0.3.0): the model's plan as its last `todo_write`
+    /// left it (absent when there is none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Vec<super::TodoItem>>,
 }
 
 /// 0.3.0 `status_ok.budget`: what the running send has spent so far.

@@ -108,6 +108,11 @@ pub struct InitConfig {
     /// and file count) before the first send's request (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_listing: Option<bool>,
+    /// 0.3.0: offer the plan tool, `todo_write`, whose every change is a
+    /// `plan` event (default true in 0.3.0 unless the profile leaves it
+    /// out; 0.2.0 refuses it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_tool: Option<bool>,
     /// The profile: which help pirn gives the model beyond exact tools
     /// (tolerant edits, the large write held back, parse checks, the
     /// readings of the request), by name from the model-settings table

@@ -87,7 +87,11 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
                 *request_id = None;
                 *args = None;
             }
-            Event::Retry { .. } | Event::StoreError { .. } | Event::HookStart { .. } | Event::HookEnd { .. } => {
+            Event::Retry { .. }
+            | Event::StoreError { .. }
+            | Event::HookStart { .. }
+            | Event::HookEnd { .. }
+            | Event::Plan { .. } => {
                 return false;
             }
             Event::Usage(u) => {
@@ -139,6 +143,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             s.sandbox = None;
             s.budget = None;
             s.store = None;
+            s.plan = None;
         }
         OutgoingMessage::InitOk(i) => {
             i.sandbox = None;

@@ -64,7 +64,7 @@ async fn plan_mode_hides_writes_and_ends_with_the_plan() {
     let req = &mock.requests()[0].body;
     let tools: Vec<&str> =
         req["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
-    assert_eq!(tools, ["read_file", "glob", "grep"]);
+    assert_eq!(tools, ["read_file", "glob", "grep", "todo_write"], "plan mode keeps the plan tool");
     assert!(req["messages"][0]["content"].as_str().unwrap().contains("plan mode"));
     assert!(event(&events, "permission_denied")["reason"].as_str().unwrap().contains("plan mode"));
     let plan = "1. Read main.rs\n2. Fix the bug";

@@ -262,7 +262,7 @@ async fn only_enabled_tools_are_advertised_and_run() {
     .await;
     assert_eq!(r["status"], "ok");
     let tools = mock.requests()[0].body["tools"].as_array().unwrap().len();
-    assert_eq!(tools, 1);
+    assert_eq!(tools, 2, "read_file and the plan tool");
     let end = events.iter().find(|e| e["event"]["event"] == "tool_end").unwrap();
     assert_eq!(end["event"]["is_error"], true);
     assert!(end["event"]["result_preview"].as_str().unwrap().contains("available are read_file"));

@@ -44,7 +44,7 @@ async fn mcp_tools_follow_the_allowlist_and_their_results_reach_the_model() {
     let advertised: Vec<&str> =
         requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     // Exactly what the allowlist names: glob and bash are served but not enabled.
-    assert_eq!(advertised, ["read_file", "mcp__files__grep", "mcp__files__read_file"]);
+    assert_eq!(advertised, ["read_file", "todo_write", "mcp__files__grep", "mcp__files__read_file"]);
     let grep =
         requests[0].body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "mcp__files__grep");
     assert_eq!(grep.unwrap()["function"]["parameters"]["required"], json!(["pattern"]));

@@ -39,6 +39,7 @@ mod mcp;
 mod openapi;
 mod otel;
 mod persist;
+mod plan;
 mod protocol;
 mod rewind;
 mod run_cmd;

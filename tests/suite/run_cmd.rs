@@ -50,7 +50,7 @@ async fn run_jsonl_prints_events_and_the_result() {
     assert_eq!(lines[0]["event"]["event"], "content_delta");
     let req = &mock.requests()[0].body;
     assert_eq!(req["model"], "m1");
-    assert_eq!(req["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(req["tools"].as_array().unwrap().len(), 3, "grep, glob and the plan tool");
 }
 
 #[tokio::test]
