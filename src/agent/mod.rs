@@ -35,6 +35,7 @@ pub mod request;
 pub mod round;
 pub mod send_spec;
 mod stats;
+pub mod steer;
 pub mod structured;
 pub mod tool_call;
 pub mod turn;
@@ -96,6 +97,11 @@ pub async fn run(
         cx.conv.push_note(&note);
     }
     loop {
+        for (id, text) in cx.spec.steering.take() {
+            // The client's text joins the send before its next model call.
+            cx.conv.push_user(&text);
+            cx.stats.steered.push(id);
+        }
         if let Some(end) = limits(&mut cx).await {
             return end;
         }
@@ -110,6 +116,7 @@ pub async fn run(
             Step::Answer(completion) => {
                 let cut_off = completion.finish_reason.as_deref() == Some("length");
                 match gates::review(&mut cx, Answer { text: completion.text, cut_off }).await {
+                    Review::Accept(_) if !cx.spec.steering.close_if_empty() => {}
                     Review::Accept(response) => {
                         if config.policy.mode == ApprovalMode::Plan {
                             emit.emit(Event::PlanComplete { plan: response.clone() }).await;

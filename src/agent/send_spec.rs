@@ -32,6 +32,8 @@ pub struct SendSpec {
     /// The send's file checkpoints (set by the session's runner when the
     /// session keeps them; see [`crate::checkpoint`]).
     pub checkpoint: Option<Arc<crate::checkpoint::SendCheckpoint>>,
+    /// Text the client adds while the send runs (0.3.0 `steer`).
+    pub steering: Arc<super::steer::Steering>,
 }
 
 impl SendSpec {
@@ -61,6 +63,7 @@ impl SendSpec {
             cancel: CancellationToken::new(),
             traceparent,
             checkpoint: None,
+            steering: Arc::default(),
         })
     }
 }

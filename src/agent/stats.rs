@@ -37,6 +37,8 @@ pub struct SendStats {
     /// A Stop hook kept this send going (Claude Code's `stop_hook_active`,
     /// see [`crate::hooks::on_stop`]).
     pub stop_hook_active: bool,
+    /// Ids of the `steer` requests whose text the send took, in order.
+    pub steered: Vec<String>,
     /// Start of the model call in flight.
     model_since: Option<Instant>,
     /// Start of the tool call in flight.

@@ -64,6 +64,8 @@ struct Shared {
     cost: Mutex<SessionCost>,
     /// Copies of the workspace's files for the checkpoints of commands.
     shadow: Arc<Mutex<crate::checkpoint::snapshot::Shadow>>,
+    /// The running send's id and steering inbox (see [`Session::steer`]).
+    steering: Mutex<Option<(String, Arc<crate::agent::steer::Steering>)>>,
     /// The conversation's plan (for `status_ok.plan`).
     plan: crate::conversation::Plan,
 }
@@ -337,9 +339,32 @@ impl Session {
                 let dry_run = r.dry_run.unwrap_or(false);
                 self.rewind(r.id.clone(), r.send_id, dry_run).err().and_then(|e| refuse(r.id, &e))
             }
+            Request::Steer(r) if self.shared.config.version < ProtocolVersion::V0_3 => {
+                refuse(r.id, &"steer needs protocol_version 0.3.0")
+            }
+            Request::Steer(r) => match self.steer(r.id.clone(), r.message, r.send_id.as_deref()) {
+                Ok(Some(send_id)) => Some(OutgoingMessage::SteerOk(crate::wire::SteerOk { id: r.id, send_id })),
+                Ok(None) => None,
+                Err(e) => refuse(r.id, &e),
+            },
             Request::Init(r) => refuse(r.id.clone(), &"the session is already initialized"),
             Request::Shutdown(r) => refuse(r.id, &"shutdown is handled by the transport"),
         }
+    }
+
+    /// Adds `message` (request `id`) to the running send (the one named
+    /// `send_id`, when given), which takes it at its next model call:
+    /// `Ok(Some(send id))`. When no such send runs or it is ending, the
+    /// message is queued as a send of its own with id `id`: `Ok(None)` (its
+    /// result follows as any send's). Errors: the queue refused it.
+    pub fn steer(&self, id: String, message: String, send_id: Option<&str>) -> Result<Option<String>, SendRejected> {
+        let running = self.shared.steering.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some((running_id, inbox)) = running.filter(|(r, _)| send_id.is_none_or(|s| s == r))
+            && inbox.offer(id.clone(), message.clone())
+        {
+            return Ok(Some(running_id));
+        }
+        self.send_with(id, message, &SendOptions::default()).map(|()| None)
     }
 
     /// Cancels the send that is running, if any (queued ones stay).

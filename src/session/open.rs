@@ -136,6 +136,7 @@ impl Session {
             meter: Mutex::default(),
             cost: Mutex::default(),
             shadow: Arc::default(),
+            steering: Mutex::default(),
             plan: opened.conv.plan.clone(),
         });
         Ok(Session::start(shared, opened.conv))

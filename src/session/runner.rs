@@ -101,6 +101,9 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
     let mut stats = SendStats::default();
     stats.meter = job.spec.meter.clone();
     *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = Some(job.spec.meter.clone());
+    if job.kind == JobKind::Send {
+        *shared.steering.lock().unwrap_or_else(|p| p.into_inner()) = Some((job.id.clone(), job.spec.steering.clone()));
+    }
     let ended = {
         let agent = async {
             match job.kind {
@@ -150,6 +153,11 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         // running tool's process group is killed.
     };
     *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    *shared.steering.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    let dropped = job.spec.steering.close();
+    if !dropped.is_empty() {
+        tracing::info!(send_id = %job.id, ?dropped, "steering texts the send ended before taking");
+    }
     // After the agent future is gone (a command it ran is killed by then).
     let kept = match job.spec.checkpoint.take() {
         // Reads every file the send changed: not on the runtime's threads.
@@ -202,6 +210,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         durable: None,
         side_calls: Some(std::mem::take(&mut stats.side_calls)).filter(|s| s.calls > 0),
         checkpoint: kept.map(|k| CheckpointKept { files: k.files, bytes: k.bytes, unkept: k.unkept }),
+        steered: Some(std::mem::take(&mut stats.steered)).filter(|s| !s.is_empty()),
         rewound: None,
         worktree: worktree_state(config).await,
         session_cost_usd,

@@ -25,6 +25,7 @@ mod plan;
 mod policy;
 mod request;
 mod result;
+mod steer;
 mod version;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ pub use plan::*;
 pub use policy::*;
 pub use request::*;
 pub use result::*;
+pub use steer::*;
 pub use version::*;
 
 /// The protocol version this build speaks: the content of `PROTOCOL_VERSION`.
@@ -92,8 +94,8 @@ pub fn decode_request(line: &[u8]) -> Result<Request, DecodeError> {
     let fail = |message: String| DecodeError { id: id.clone(), message };
     match map.get("type") {
         Some(Value::String(t)) => {
-            const KNOWN: [&str; 8] =
-                ["init", "send", "status", "cancel", "shutdown", "permission_response", "compact", "rewind"];
+            const KNOWN: [&str; 9] =
+                ["init", "send", "status", "cancel", "shutdown", "permission_response", "compact", "rewind", "steer"];
             if !KNOWN.contains(&t.as_str()) {
                 return Err(fail(format!("unknown request type {t:?}")));
             }

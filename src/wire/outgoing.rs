@@ -24,6 +24,8 @@ pub enum OutgoingMessage {
     Result(Box<SendResult>),
     StatusOk(Box<StatusOk>),
     ShutdownOk(IdOnly),
+    /// 0.3.0: the answer to a `steer` a running send took.
+    SteerOk(super::SteerOk),
 }
 
 /// A file one tool call changed (`tool_end.diff`, 0.3.0).
@@ -227,6 +229,7 @@ impl OutgoingMessage {
             OutgoingMessage::Result(_) => "result",
             OutgoingMessage::StatusOk(_) => "status_ok",
             OutgoingMessage::ShutdownOk(_) => "shutdown_ok",
+            OutgoingMessage::SteerOk(_) => "steer_ok",
         }
     }
 }

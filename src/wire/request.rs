@@ -33,6 +33,9 @@ pub enum Request {
     /// `send_id` (queued like a send; answered by one `result` whose
     /// `rewound` lists each file put back).
     Rewind(RewindRequest),
+    /// 0.3.0: add text to the running send (answered by `steer_ok`), else
+    /// queue it as a send.
+    Steer(super::SteerRequest),
 }
 
 impl Request {
@@ -46,6 +49,7 @@ impl Request {
             Request::PermissionResponse(r) => &r.id,
             Request::Compact(r) => &r.id,
             Request::Rewind(r) => &r.id,
+            Request::Steer(r) => &r.id,
         }
     }
 }

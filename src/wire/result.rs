@@ -69,6 +69,12 @@ pub struct SendResult {
     /// checkpoints are off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<CheckpointKept>,
+    /// 0.3.0: the ids of the `steer` requests whose text this send took
+    /// (in order); absent when none. A steer acknowledged with `steer_ok`
+    /// that the send ended (with an error or a cancel) before taking is
+    /// not listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steered: Option<Vec<String>>,
     /// 0.3.0, the result of a `rewind`: each file put back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewound: Option<Vec<RewoundFile>>,
@@ -159,6 +165,7 @@ impl SendResult {
             durable: None,
             side_calls: None,
             checkpoint: None,
+            steered: None,
             rewound: None,
             worktree: None,
             session_cost_usd: None,

@@ -119,6 +119,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             r.side_calls = None;
             r.checkpoint = None;
             r.rewound = None;
+            r.steered = None;
             r.worktree = None;
             if let Some(e) = &mut r.error {
                 e.code = heddle_code(e.code);
@@ -151,6 +152,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             i.profile = None;
         }
         OutgoingMessage::ShutdownOk(_) => {}
+        OutgoingMessage::SteerOk(_) => return false,
     }
     true
 }

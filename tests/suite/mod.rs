@@ -45,6 +45,7 @@ mod rewind;
 mod run_cmd;
 mod security;
 mod serve_bounds;
+mod steer;
 mod store;
 mod store_faults;
 mod structured;

@@ -42,7 +42,7 @@ runs is forwarded to it, and one whose host does not answer is taken over once t
     paths(
         sessions::health, sessions::shutdown, openapi_json, group::hosts,
         sessions::list_sessions, sessions::create_session, sessions::fork_session, sessions::session_status, sessions::delete_session,
-        sends::create_send, events::events, history::messages, sends::cancel, sends::compact, sends::rewind, sends::permission,
+        sends::create_send, events::events, history::messages, sends::cancel, sends::compact, sends::rewind, sends::steer, sends::permission,
         ws::websocket,
         inbox::show, inbox::rotate, inbox::post, inbox::list, inbox::ack, inbox::stream,
         webkit::create, webkit::stream, webkit::input, webkit::delete,

@@ -32,6 +32,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{id}/cancel"),
     ("POST", "/v1/sessions/{id}/compact"),
     ("POST", "/v1/sessions/{id}/rewind"),
+    ("POST", "/v1/sessions/{id}/steer"),
     ("POST", "/v1/sessions/{id}/permissions/{request_id}"),
     ("GET", "/v1/sessions/{id}/ws"),
     ("GET", "/v1/sessions/{id}/webhook"),
@@ -84,6 +85,7 @@ pub(super) fn router(app: Arc<App>) -> Router {
         .route("/v1/sessions/{id}/cancel", post(sends::cancel))
         .route("/v1/sessions/{id}/compact", post(sends::compact))
         .route("/v1/sessions/{id}/rewind", post(sends::rewind))
+        .route("/v1/sessions/{id}/steer", post(sends::steer))
         .route("/v1/sessions/{id}/permissions/{request_id}", post(sends::permission))
         .route("/v1/sessions/{id}/ws", get(ws::websocket))
         .route("/v1/sessions/{id}/webhook", get(inbox::show).post(inbox::rotate))

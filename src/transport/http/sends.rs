@@ -16,7 +16,9 @@ use super::{App, KEEPALIVE};
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::wire::http::ErrorBody;
-use crate::wire::http::sessions::{CancelAccepted, CancelBody, PermissionAnswer, RewindBody, SendBody, SendQueued};
+use crate::wire::http::sessions::{
+    CancelAccepted, CancelBody, PermissionAnswer, RewindBody, SendBody, SendQueued, SteerAccepted, SteerBody,
+};
 
 #[derive(Deserialize)]
 pub struct SendQuery {
@@ -137,6 +139,34 @@ pub async fn rewind(State(app): State<Arc<App>>, Path(id): Path<String>, body: B
         e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
     })?;
     Ok((StatusCode::ACCEPTED, axum::Json(SendQueued { send_id })).into_response())
+}
+
+/// `POST /v1/sessions/{id}/steer {message, send_id?}` → 202: the text
+/// joins the running send at its next model call, else it is queued as a
+/// send of its own (`taken: false`, its id in `send_id`).
+#[utoipa::path(post, path = "/v1/sessions/{id}/steer", operation_id = "steer", tag = "sessions",
+    summary = "Add text to the running send (at its next model call), else queue it as a send",
+    params(("id" = String, Path, description = "session_id")),
+    request_body = SteerBody,
+    responses(
+        (status = 202, description = "taken by the running send, or queued as a send", body = SteerAccepted),
+        (status = 400, description = "bad body", body = ErrorBody),
+        (status = 404, description = "unknown session", body = ErrorBody),
+        (status = 409, description = "SESSION_CLOSING", body = ErrorBody),
+        (status = 429, description = "QUEUE_FULL", body = ErrorBody)))]
+pub async fn steer(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Result<HttpResponse, ApiError> {
+    let s = app.get(&id)?;
+    let body: SteerBody = json_body(body).await?;
+    let steer_id = format!("steer-{}", uuid::Uuid::new_v4().simple());
+    let taken = s.session.steer(steer_id.clone(), body.message, body.send_id.as_deref()).map_err(|e| match e {
+        SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
+        e => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSING", e.to_string()),
+    })?;
+    let answer = match taken {
+        Some(send_id) => SteerAccepted { send_id, taken: true },
+        None => SteerAccepted { send_id: steer_id, taken: false },
+    };
+    Ok((StatusCode::ACCEPTED, axum::Json(answer)).into_response())
 }
 
 /// `POST /v1/sessions/{id}/permissions/{request_id} {decision}` → 204; the

@@ -198,6 +198,27 @@ pub struct RewindBody {
     pub dry_run: Option<bool>,
 }
 
+/// `POST /v1/sessions/{id}/steer`: text for the running send (0.3.0
+/// `steer`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SteerBody {
+    /// The text, as a user message.
+    pub message: String,
+    /// Only this send may take it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_id: Option<String>,
+}
+
+/// The answer to a steer: `taken` by running send `send_id` (listed in its
+/// result's `steered` once read), else queued as send `send_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SteerAccepted {
+    /// The running send that took the text, or the send it became.
+    pub send_id: String,
+    /// True when a running send took it.
+    pub taken: bool,
+}
+
 /// `POST /v1/sessions/{id}/permissions/{request_id}`: the answer to a
 /// `permission_request` event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
