@@ -10,6 +10,7 @@
 //! | `tool_start` | `tool_call`: `toolCallId` = pirn's `call_id`, `title`, `kind`, `status: in_progress`, `rawInput`, `locations` |
 //! | `tool_end` | `tool_call_update`: `completed` or `failed`, the result text as content, and a `diff` for a file it changed |
 //! | `usage` | `usage_update` (`used`: the prompt's tokens; `size`: the context window), when the window is known |
+//! | `tool_output` | `tool_call_update`: `in_progress`, the piece as its text content (the latest piece shows) |
 //! | `plan` | `plan`: every step as an entry with its status (priority `medium`: pirn's plans have none) |
 
 use std::path::Path;
@@ -54,6 +55,14 @@ pub fn from_event(event: &Event, workspace: &Path, window: Option<u32>) -> Vec<S
             }
             let fields = ToolCallUpdateFields::new().status(status).content(content);
             vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(ToolCallId::new(id.clone()), fields))]
+        }
+        Event::ToolOutput { call_id, text, .. } => {
+            // The latest piece as the call's content while it runs (ACP's
+            // content replaces the earlier; the end shows the result).
+            let fields = ToolCallUpdateFields::new()
+                .status(ToolCallStatus::InProgress)
+                .content(vec![ToolCallContent::from(text.clone())]);
+            vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(ToolCallId::new(call_id.clone()), fields))]
         }
         Event::Plan { todos } => {
             let entries = todos

@@ -94,6 +94,9 @@ pub async fn run(
                     None if call.name == tools::todo::NAME && cx.config.plan_tool => {
                         update_plan(cx, conv, &call.arguments).await
                     }
+                    None if call.name == "bash" && cx.config.version >= crate::wire::ProtocolVersion::V0_3 => {
+                        watched(cx, &call.id, &call.arguments).await
+                    }
                     None => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
                 };
                 let outcome = CallOutcome::of(&output);
@@ -145,6 +148,31 @@ pub async fn run(
     conv.push_tool_result(&call.id, shown);
     (text, outcome)
 }
+
+/// Runs a `bash` call whose output goes to the client while it runs, as
+/// `tool_output` events (see [`tools::live`]), and then as the result.
+async fn watched(cx: &CallContext<'_>, call_id: &str, arguments: &str) -> ToolOutput {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(LIVE_PIECES);
+    let tools = tools::ToolContext { live: Some(tx), ..cx.tools.clone() };
+    let run = tools::execute("bash", arguments, &cx.config.tools, &tools);
+    tokio::pin!(run);
+    let output = loop {
+        tokio::select! {
+            output = &mut run => break output,
+            Some(d) = rx.recv() => {
+                cx.emit.emit(Event::ToolOutput { call_id: call_id.to_owned(), offset: d.offset, text: d.text }).await;
+            }
+        }
+    };
+    while let Ok(d) = rx.try_recv() {
+        cx.emit.emit(Event::ToolOutput { call_id: call_id.to_owned(), offset: d.offset, text: d.text }).await;
+    }
+    output
+}
+
+/// Pieces of live output that may wait for the client (the oldest are
+/// not dropped; a new one is, when these wait).
+const LIVE_PIECES: usize = 16;
 
 /// Runs a `todo_write` call: the plan it sends replaces the conversation's
 /// and goes to the client whole as a `plan` event; arguments that are not

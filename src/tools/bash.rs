@@ -114,6 +114,8 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         Err(e) => return failed(format!("cannot read the command's output: {e}")),
     };
     let mut out = HeadTail::default();
+    let mut live = ctx.live.clone().map(super::live::Live::new);
+    let mut tick = tokio::time::interval(super::live::EVERY);
     let mut buf = vec![0u8; 64 * 1024];
     let mut eof = false;
     let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
@@ -125,8 +127,18 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
             _ = &mut deadline => break End::TimedOut,
             n = pipe.read(&mut buf), if !eof => match n {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => out.push(&buf[..n]),
+                Ok(n) => {
+                    out.push(&buf[..n]);
+                    if let Some(l) = live.as_mut() {
+                        l.push(&buf[..n]);
+                    }
+                }
             },
+            _ = tick.tick(), if live.as_ref().is_some_and(super::live::Live::waiting) => {
+                if let Some(l) = live.as_mut().filter(|l| l.due()) {
+                    l.flush();
+                }
+            }
             status = child.wait() => match status {
                 Ok(s) => break End::Exited(s),
                 Err(e) => return failed(format!("cannot wait for the command: {e}")),
@@ -145,9 +157,17 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let drain_until = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
     while !eof {
         match tokio::time::timeout_at(drain_until, pipe.read(&mut buf)).await {
-            Ok(Ok(n)) if n > 0 => out.push(&buf[..n]),
+            Ok(Ok(n)) if n > 0 => {
+                out.push(&buf[..n]);
+                if let Some(l) = live.as_mut() {
+                    l.push(&buf[..n]);
+                }
+            }
             _ => eof = true,
         }
+    }
+    if let Some(l) = live.as_mut() {
+        l.flush();
     }
     let mut text = out.finish();
     if !text.is_empty() && !text.ends_with('\n') {

@@ -52,6 +52,9 @@ pub struct ToolContext {
     /// Told before each write to disk and around each command (a send's
     /// file checkpoints, see [`FileWatch`]). `None`: nobody watches.
     pub checkpoint: Option<std::sync::Arc<dyn FileWatch>>,
+    /// Where `bash` sends its output while it runs (see [`super::live`]);
+    /// `None`: nobody watches.
+    pub live: Option<tokio::sync::mpsc::Sender<super::live::OutputDelta>>,
 }
 
 /// What wants to know before the file tools change the workspace (the
@@ -114,6 +117,7 @@ impl ToolContext {
             chat_file: None,
             help: WriteHelp::default(),
             checkpoint: None,
+            live: None,
         }
     }
 

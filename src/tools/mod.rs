@@ -27,6 +27,7 @@ pub mod elsewhere;
 pub mod file_blocks;
 pub mod glob;
 pub mod grep;
+pub mod live;
 pub mod read_file;
 pub mod references;
 pub mod spec;

@@ -175,6 +175,10 @@ fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage, format: Format) -> i
                 eprintln!("[store] {message}");
                 Ok(())
             }
+            Event::ToolOutput { text, .. } => {
+                eprint!("{text}");
+                Ok(())
+            }
             Event::Plan { todos } => {
                 for t in todos {
                     let mark = match t.status {

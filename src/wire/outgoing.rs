@@ -125,6 +125,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diff: Option<Box<FileDiff>>,
     },
+    /// 0.3.0: a piece of a running command's output (`bash`), at most
+    /// 8 KiB, at most four a second; `offset` is the bytes of output before
+    /// it (a jump means bytes no piece carried). The whole output is still
+    /// in the call's result.
+    ToolOutput { call_id: String, offset: u64, text: String },
     /// Token usage of one model call.
     Usage(Usage),
     /// A failure; the send's error result follows.
@@ -203,6 +208,7 @@ impl Event {
             Event::ContentDelta { .. } => "content_delta",
             Event::ToolStart { .. } => "tool_start",
             Event::ToolEnd { .. } => "tool_end",
+            Event::ToolOutput { .. } => "tool_output",
             Event::Usage(_) => "usage",
             Event::Error { .. } => "error",
             Event::PermissionRequest { .. } => "permission_request",

@@ -91,7 +91,8 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             | Event::StoreError { .. }
             | Event::HookStart { .. }
             | Event::HookEnd { .. }
-            | Event::Plan { .. } => {
+            | Event::Plan { .. }
+            | Event::ToolOutput { .. } => {
                 return false;
             }
             Event::Usage(u) => {

@@ -35,6 +35,7 @@ mod http;
 mod inbox;
 mod instructions;
 mod interleavings;
+mod live_output;
 mod mcp;
 mod openapi;
 mod otel;
