@@ -15,7 +15,7 @@
 //! etl, series) the 1.5B demo model made no test pass in the tool-call
 //! format (30,000 prompt tokens a task) and passed two of them when shown
 //! the file and asked for its new content in a fence (under 600 prompt
-//! tokens a task); see docs/evaluation.md.
+//! tokens a task); see docs/results-history.md.
 
 use super::{ToolContext, read_file};
 

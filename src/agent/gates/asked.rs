@@ -66,7 +66,7 @@ const ASK: Ask = Ask {
 /// review, "which file defines"); with them 2, and changes read as
 /// questions stayed at 1 of 60; on 20 requests written after the
 /// examples were chosen, 17 right without them and 19 with them
-/// (docs/evaluation.md, 2026-12-02). They are instances, not rules: no
+/// (docs/results-history.md, 2026-12-02). They are instances, not rules: no
 /// word of them is matched against the request.
 const EXAMPLES: &[(&str, bool)] = &[
     ("Where is the retry limit set, and what is it?", false),
