@@ -62,6 +62,20 @@ impl Emitter {
     }
 }
 
+impl Emitter {
+    /// Queues `event` only when the outbox has room now; else drops it
+    /// (for `tool_output`: a client that does not read loses pieces, and
+    /// the command never waits for it).
+    pub fn try_emit(&self, event: Event) {
+        let msg =
+            EventMsg { event, event_seq: 0, send_id: self.send_id.clone(), correlation: self.correlation.clone() };
+        let mut msg = OutgoingMessage::Event(msg);
+        if crate::wire::shape(&mut msg, self.version) {
+            let _ = self.outbox.try_send(msg);
+        }
+    }
+}
+
 /// A hook's `hook_start` / `hook_end` (0.3.0 only: the shape drops them).
 impl crate::hooks::Announce for Emitter {
     async fn announce(&self, event: Event) {

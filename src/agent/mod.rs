@@ -97,14 +97,10 @@ pub async fn run(
         cx.conv.push_note(&note);
     }
     loop {
-        for (id, text) in cx.spec.steering.take() {
-            // The client's text joins the send before its next model call.
-            cx.conv.push_user(&text);
-            cx.stats.steered.push(id);
-        }
         if let Some(end) = limits(&mut cx).await {
             return end;
         }
+        steer(&mut cx).await;
         match turn::next(&mut cx).await {
             Step::Again => {}
             Step::End(outcome) => return outcome,
@@ -113,10 +109,14 @@ pub async fn run(
                     return end;
                 }
             }
+            // A steer waits and a model call is left for it: the answer
+            // is not judged (no check, hook or side call for words the
+            // steer supersedes); the model reads the steer next.
+            Step::Answer(_) if room(&cx) && cx.spec.steering.waiting() => {}
             Step::Answer(completion) => {
                 let cut_off = completion.finish_reason.as_deref() == Some("length");
                 match gates::review(&mut cx, Answer { text: completion.text, cut_off }).await {
-                    Review::Accept(_) if !cx.spec.steering.close_if_empty() => {}
+                    Review::Accept(_) if room(&cx) && !cx.spec.steering.close_if_empty() => {}
                     Review::Accept(response) => {
                         if config.policy.mode == ApprovalMode::Plan {
                             emit.emit(Event::PlanComplete { plan: response.clone() }).await;
@@ -129,6 +129,36 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Takes the steering texts that wait (see [`steer`]): each passes the
+/// operator's `UserPromptSubmit` hooks as a send's message does (a hook
+/// that refuses it leaves it out, with its reason in pirn's log), then joins
+/// the conversation as a user message; the send works again with tools.
+async fn steer(cx: &mut SendCx<'_>) {
+    for (id, text) in cx.spec.steering.take() {
+        let hook = crate::hooks::user_prompt_submit(cx.config, cx.emit, &text).await;
+        if let Some(reason) = hook.block.as_ref().or(hook.stop.as_ref()) {
+            tracing::info!(steer = %id, %reason, "a UserPromptSubmit hook refused a steer");
+            continue;
+        }
+        match hook.context_text() {
+            Some(context) => cx.conv.push_user(&format!("{text}\n\n{context}")),
+            None => cx.conv.push_user(&text),
+        }
+        cx.stats.steered.push(id);
+        // A send that must end (a spent tool-call budget, a second cycle)
+        // still ends; any other answer mode gives way to work with tools.
+        if !matches!(cx.mode, mode::Mode::WrapUp(mode::WrapUp::Budget | mode::WrapUp::SecondCycle)) {
+            cx.mode = mode::Mode::Work;
+        }
+    }
+}
+
+/// True when another model call fits the send's limits (a steer may still
+/// be read).
+fn room(cx: &SendCx<'_>) -> bool {
+    cx.stats.iterations < cx.config.max_iterations && !cx.spec.meter.tokens_spent()
 }
 
 /// The limits checked before each model call: a spent token budget, and

@@ -4,13 +4,17 @@
 //!
 //! Owns [`Steering`], the send's inbox: the session offers text to it while
 //! the send runs ([`Steering::offer`]); the loop takes what waits before
-//! each model call ([`Steering::take`]), and an answer the gates accepted
-//! ends the send only when nothing waits ([`Steering::close_if_empty`]),
-//! atomically, so a text is either taken by the send or refused to the
-//! session (which then queues it as a send of its own): never lost between
-//! the two.
+//! each model call ([`Steering::take`]), and an answer ends the send only
+//! when nothing waits ([`Steering::close_if_empty`]) or no model call is
+//! left for it. A text is taken by the send, refused to the session (which
+//! queues it as a send of its own), or, when the send ends before taking
+//! it, given back by [`Steering::close`] and queued first: never lost.
 
 use std::sync::Mutex;
+
+/// Most texts that may wait for one send's next model call; more are
+/// queued as sends of their own.
+pub const MAX_WAITING: usize = 64;
 
 /// One send's inbox of steering texts. See the module doc.
 #[derive(Debug, Default)]
@@ -32,10 +36,10 @@ impl Steering {
     }
 
     /// Adds `text` (request `id`) for the next model call. False when the
-    /// send no longer takes any (it is ending).
+    /// send no longer takes any (it is ending) or [`MAX_WAITING`] wait.
     pub fn offer(&self, id: String, text: String) -> bool {
         let mut inbox = self.inbox();
-        if inbox.closed {
+        if inbox.closed || inbox.waiting.len() >= MAX_WAITING {
             return false;
         }
         inbox.waiting.push((id, text));
@@ -55,12 +59,18 @@ impl Steering {
         inbox.closed
     }
 
-    /// Closes the inbox however the send ends; returns the ids of texts it
-    /// never took (acknowledged to the client, never shown to the model).
-    pub fn close(&self) -> Vec<String> {
+    /// True when a text waits.
+    pub fn waiting(&self) -> bool {
+        !self.inbox().waiting.is_empty()
+    }
+
+    /// Closes the inbox however the send ends; returns the `(id, text)`
+    /// it never took (acknowledged to the client, never shown to the
+    /// model), which the session queues as sends of their own.
+    pub fn close(&self) -> Vec<(String, String)> {
         let mut inbox = self.inbox();
         inbox.closed = true;
-        inbox.waiting.drain(..).map(|(id, _)| id).collect()
+        std::mem::take(&mut inbox.waiting)
     }
 }
 
@@ -78,6 +88,6 @@ mod tests {
         assert!(!s.offer("b".into(), "too late".into()), "after the end it is refused, so the session queues it");
         let t = Steering::default();
         assert!(t.offer("c".into(), "x".into()));
-        assert_eq!(t.close(), ["c"]);
+        assert_eq!(t.close(), [("c".to_owned(), "x".to_owned())]);
     }
 }

@@ -160,12 +160,12 @@ async fn watched(cx: &CallContext<'_>, call_id: &str, arguments: &str) -> ToolOu
         tokio::select! {
             output = &mut run => break output,
             Some(d) = rx.recv() => {
-                cx.emit.emit(Event::ToolOutput { call_id: call_id.to_owned(), offset: d.offset, text: d.text }).await;
+                cx.emit.try_emit(Event::ToolOutput { call_id: call_id.to_owned(), offset: d.offset, text: d.text });
             }
         }
     };
     while let Ok(d) = rx.try_recv() {
-        cx.emit.emit(Event::ToolOutput { call_id: call_id.to_owned(), offset: d.offset, text: d.text }).await;
+        cx.emit.try_emit(Event::ToolOutput { call_id: call_id.to_owned(), offset: d.offset, text: d.text });
     }
     output
 }

@@ -21,7 +21,7 @@ pub struct Setup {
     pub append_system_prompt: Option<String>,
     /// pirn's tool names (built-ins; MCP patterns are added per server).
     pub tools: Vec<String>,
-    /// `TodoWrite` offered (see [`super::args::Args::plan_tool`]).
+    /// `TodoWrite` offered (see [`super::args::ClaudeArgs::plan_tool`]).
     pub plan_tool: Option<bool>,
     pub mode: ApprovalMode,
     pub rules: PermissionRules,

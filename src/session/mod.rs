@@ -358,10 +358,14 @@ impl Session {
     /// message is queued as a send of its own with id `id`: `Ok(None)` (its
     /// result follows as any send's). Errors: the queue refused it.
     pub fn steer(&self, id: String, message: String, send_id: Option<&str>) -> Result<Option<String>, SendRejected> {
+        if self.shared.queue().used(&id) {
+            return Err(SendRejected::DuplicateId);
+        }
         let running = self.shared.steering.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some((running_id, inbox)) = running.filter(|(r, _)| send_id.is_none_or(|s| s == r))
             && inbox.offer(id.clone(), message.clone())
         {
+            self.shared.queue().note_id(&id);
             return Ok(Some(running_id));
         }
         self.send_with(id, message, &SendOptions::default()).map(|()| None)

@@ -101,6 +101,24 @@ impl Queue {
         Ok(())
     }
 
+    /// Puts a steer the running send ended before taking at the front of
+    /// the queue, as a send of its own (its id was admitted with the steer).
+    pub fn readmit_front(&mut self, id: String, message: String, spec: crate::agent::SendSpec) {
+        let cancel = CancellationToken::new();
+        self.waiting.push_front(Job { id, message, cancel, kind: JobKind::Send, spec: Box::new(spec) });
+    }
+
+    /// Records `id` as used (a steer a running send took): a later request
+    /// may not reuse it.
+    pub fn note_id(&mut self, id: &str) {
+        self.seen.insert(id.to_owned());
+    }
+
+    /// True when `id` was used by a request of this session.
+    pub fn used(&self, id: &str) -> bool {
+        self.seen.contains(id)
+    }
+
     /// Removes send `id` if it is still waiting.
     pub fn remove_waiting(&mut self, id: &str) -> Option<Job> {
         let at = self.waiting.iter().position(|j| j.id == id)?;

@@ -16,7 +16,7 @@ use futures_util::FutureExt;
 
 use super::Shared;
 use super::queue::{Job, JobKind, Next};
-use crate::agent::{self, Emitter, Outcome, SendStats};
+use crate::agent::{self, Emitter, Outcome, SendSpec, SendStats};
 use crate::checkpoint::{Bounds, SendCheckpoint};
 use crate::conversation::Conversation;
 use crate::hooks;
@@ -154,9 +154,14 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
     };
     *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = None;
     *shared.steering.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    let dropped = job.spec.steering.close();
-    if !dropped.is_empty() {
-        tracing::info!(send_id = %job.id, ?dropped, "steering texts the send ended before taking");
+    // Steers the send ended before taking run next, each a send of its own.
+    let untaken = job.spec.steering.close();
+    if !untaken.is_empty() {
+        let mut q = shared.queue();
+        for (id, text) in untaken.into_iter().rev() {
+            let spec = SendSpec::resolve(config, &crate::wire::SendOptions::default()).unwrap_or_default();
+            q.readmit_front(id, text, spec);
+        }
     }
     // After the agent future is gone (a command it ran is killed by then).
     let kept = match job.spec.checkpoint.take() {

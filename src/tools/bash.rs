@@ -116,6 +116,7 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let mut out = HeadTail::default();
     let mut live = ctx.live.clone().map(super::live::Live::new);
     let mut tick = tokio::time::interval(super::live::EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut buf = vec![0u8; 64 * 1024];
     let mut eof = false;
     let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));

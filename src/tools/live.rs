@@ -27,7 +27,8 @@ pub struct OutputDelta {
     /// Bytes of output the command wrote before this piece.
     pub offset: u64,
     /// The piece (UTF-8; a character cut by the piece's end waits for the
-    /// next one, bytes that are not UTF-8 become U+FFFD).
+    /// next one, bytes that are not UTF-8 become U+FFFD, so `text.len()`
+    /// may differ from the raw bytes `offset` counts).
     pub text: String,
 }
 
@@ -58,7 +59,14 @@ impl Live {
         self.read += bytes.len() as u64;
         self.pending.extend_from_slice(bytes);
         if self.pending.len() > MAX_PIECE {
-            let cut = self.pending.len() - MAX_PIECE;
+            // The latest bytes, from a character's first byte.
+            let mut cut = self.pending.len() - MAX_PIECE;
+            while cut < self.pending.len()
+                && self.pending[cut] & 0xC0 == 0x80
+                && cut < self.pending.len() - MAX_PIECE + 3
+            {
+                cut += 1;
+            }
             self.pending.drain(..cut);
             self.pending_at += cut as u64;
         }
@@ -79,11 +87,7 @@ impl Live {
 
     /// Sends what waits now (a character cut at the end stays for later).
     pub fn flush(&mut self) {
-        let valid = match std::str::from_utf8(&self.pending) {
-            Ok(_) => self.pending.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.pending.len(),
-        };
+        let valid = self.pending.len() - incomplete_tail(&self.pending);
         if valid == 0 {
             return;
         }
@@ -94,6 +98,25 @@ impl Live {
         // Never waited on: a full channel drops the piece.
         let _ = self.tx.try_send(delta);
     }
+}
+
+/// Bytes at the end of `bytes` that begin a UTF-8 character they do not
+/// finish (0 to 3): they wait for the next piece.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for back in 1..=3.min(bytes.len()) {
+        let b = bytes[bytes.len() - back];
+        if b & 0xC0 != 0x80 {
+            // A lead byte: how long its character is.
+            let len = match b {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                0xF0..=0xF7 => 4,
+                _ => 1,
+            };
+            return if len > back { back } else { 0 };
+        }
+    }
+    0
 }
 
 #[cfg(test)]
@@ -119,5 +142,8 @@ mod tests {
         live.flush();
         let c = rx.try_recv().unwrap();
         assert_eq!((c.offset, c.text.as_str()), (6 + 20_000, "é"));
+        assert_eq!(incomplete_tail("aé".as_bytes()), 0);
+        assert_eq!(incomplete_tail(&"a€".as_bytes()[..3]), 2);
+        assert_eq!(incomplete_tail(b"a\xff"), 0, "not UTF-8 at all: sent as U+FFFD");
     }
 }

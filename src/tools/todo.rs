@@ -68,6 +68,9 @@ pub fn parse(arguments: &str) -> Result<(Vec<TodoItem>, String), String> {
             return Err(format!("step {} must say what it is in 1 to {MAX_STEP_CHARS} characters", i + 1));
         }
         let active_form = step.active_form.map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
+        if active_form.as_ref().is_some_and(|a| a.chars().count() > MAX_STEP_CHARS) {
+            return Err(format!("step {}'s active_form is over {MAX_STEP_CHARS} characters", i + 1));
+        }
         todos.push(TodoItem { content: content.to_owned(), status: step.status, active_form });
     }
     let count = |s: TodoStatus| todos.iter().filter(|t| t.status == s).count();

@@ -71,8 +71,8 @@ pub struct SendResult {
     pub checkpoint: Option<CheckpointKept>,
     /// 0.3.0: the ids of the `steer` requests whose text this send took
     /// (in order); absent when none. A steer acknowledged with `steer_ok`
-    /// that the send ended (with an error or a cancel) before taking is
-    /// not listed.
+    /// that the send ended before taking is not listed: it runs next as a
+    /// send of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steered: Option<Vec<String>>,
     /// 0.3.0, the result of a `rewind`: each file put back.

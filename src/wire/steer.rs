@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 /// this `id` and answered like one.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct SteerRequest {
+    /// The request's id: `steer_ok`'s, or the send's it becomes.
     pub id: String,
     /// The text, as a user message.
     pub message: String,
@@ -27,6 +28,8 @@ pub struct SteerRequest {
 /// `id` in its result's `steered` once its model has read it.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct SteerOk {
+    /// The `steer` request's id.
     pub id: String,
+    /// The running send that took the text.
     pub send_id: String,
 }

@@ -55,6 +55,32 @@ async fn steering_text_reaches_the_running_sends_next_model_request() {
 }
 
 #[tokio::test]
+async fn a_steer_the_send_ends_before_taking_runs_next_as_its_own_send() {
+    let mock = MockServer::start(vec![
+        Reply::tool("bash", json!({"command": "sleep 1"})),
+        Reply::text(&["the steer, answered on its own"]),
+    ])
+    .await;
+    let extra = json!({"workspace_listing": false, "approval_mode": "full-auto", "max_iterations": 1});
+    let (mut w, _) = Worker::ready(&mock.base_url(), &[], extra).await;
+    w.write(json!({"type": "send", "id": "1", "message": "go"})).await;
+    w.until(|v| v["event"]["event"] == "tool_start").await;
+    w.write(json!({"type": "steer", "id": "st", "message": "and then this"})).await;
+    w.until(|v| v["type"] == "steer_ok").await;
+    let (_, r1) = w.result_for("1").await;
+    assert_eq!(r1["error"]["code"], "max_iterations", "{r1}");
+    assert!(r1.get("steered").is_none(), "{r1}");
+    let (_, r2) = w.result_for("st").await;
+    assert_eq!(r2["response"], "the steer, answered on its own", "{r2}");
+    let last = turns(&chat_requests(&mock)[1]);
+    assert_eq!(last.last().unwrap(), &("user".to_owned(), "and then this".to_owned()));
+    // Its id is taken now.
+    w.write(json!({"type": "send", "id": "st", "message": "again"})).await;
+    let (_, r3) = w.result_for("st").await;
+    assert_eq!(r3["error"]["code"], "protocol_error", "{r3}");
+}
+
+#[tokio::test]
 async fn a_steer_for_another_send_is_queued_and_0_2_0_is_refused() {
     let mock = MockServer::start(vec![
         Reply::tool("bash", json!({"command": "sleep 1"})),

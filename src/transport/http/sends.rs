@@ -157,6 +157,9 @@ pub async fn rewind(State(app): State<Arc<App>>, Path(id): Path<String>, body: B
 pub async fn steer(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Result<HttpResponse, ApiError> {
     let s = app.get(&id)?;
     let body: SteerBody = json_body(body).await?;
+    if s.session.config().version < crate::wire::ProtocolVersion::V0_3 {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "NEEDS_0_3", "steer needs protocol_version 0.3.0"));
+    }
     let steer_id = format!("steer-{}", uuid::Uuid::new_v4().simple());
     let taken = s.session.steer(steer_id.clone(), body.message, body.send_id.as_deref()).map_err(|e| match e {
         SendRejected::QueueFull => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUEUE_FULL", e.to_string()),
