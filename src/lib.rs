@@ -18,6 +18,7 @@ pub mod approval;
 pub mod cassette;
 pub mod checkpoint;
 pub mod claude;
+pub mod codex;
 pub mod config;
 pub mod conform;
 pub mod context;

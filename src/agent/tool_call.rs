@@ -126,6 +126,7 @@ pub async fn run(
             call_id: Some(call.id.clone()),
             is_error: Some(output.is_error),
             diff,
+            output: Some(std::sync::Arc::from(output.text.as_str())),
         })
         .await;
     let text = if output.is_error { format!("Error: {}", output.text) } else { output.text };

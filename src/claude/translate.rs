@@ -308,6 +308,7 @@ mod tests {
             call_id: Some("c1".into()),
             is_error: None,
             diff: None,
+            output: None,
         }));
         let v: Vec<Value> = lines.iter().map(|l| serde_json::to_value(l).unwrap()).collect();
         let kinds: Vec<&str> = v.iter().map(|l| l["type"].as_str().unwrap()).collect();

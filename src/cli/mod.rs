@@ -10,6 +10,8 @@
 //! - [`sessions`]: `pirn sessions list|show|export|rm`;
 //! - [`conform`]: `pirn conform` and `pirn transcript diff|normalize`;
 //! - [`tools`]: `pirn tool` and `pirn mcp`, the tools without a model;
+//! - `pirn exec …`: Codex's headless surface (what the Codex SDK spawns),
+//!   [`pirn::codex`];
 //! - `pirn -p …`, `pirn --output-format stream-json …`, `pirn run -p …`:
 //!   Claude Code's headless surface (what the Claude Agent SDKs spawn),
 //!   recognised before clap and handed to [`pirn::claude`].
@@ -82,6 +84,12 @@ enum Command {
     /// against a worker command; one PASS/FAIL line per case. Exit 0 when
     /// all pass, 1 when one fails, 2 when the cases cannot be run.
     Conform(conform::ConformArgs),
+    /// Codex's `codex exec` surface (what the Codex SDK spawns through
+    /// `codexPathOverride`): one turn, the prompt as the argument or on
+    /// stdin, Codex's thread events as JSONL with --experimental-json.
+    /// `pirn exec resume ID|--last` continues a thread. Exit 0 completed,
+    /// 1 failed, 2 refused command line, 130 cancelled.
+    Exec(pirn::codex::ExecArgs),
 }
 
 /// Runs `fut` on a single-threaded runtime, then exits with its code without
@@ -143,5 +151,6 @@ pub fn main() -> ! {
         Some(Command::Mcp(args)) => tools::mcp(args, log),
         Some(Command::Serve(args)) => block_on_and_exit(pirn::transport::http::serve(args.options()), log),
         Some(Command::Acp(args)) => block_on_and_exit(pirn::acp::serve(args.options()), log),
+        Some(Command::Exec(args)) => block_on_and_exit(pirn::codex::main(args), log),
     }
 }

@@ -193,6 +193,7 @@ mod tests {
                 call_id: Some("c".into()),
                 is_error: Some(false),
                 diff: None,
+                output: None,
             },
             event_seq: 0,
             send_id: "s".into(),

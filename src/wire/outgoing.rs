@@ -124,6 +124,12 @@ pub enum Event {
         /// call changed, before and after (both at most 64 KiB, else absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diff: Option<Box<FileDiff>>,
+        /// In process only, never on a wire: the call's whole result as the
+        /// model got it (bash's output with its `[exit code N]` line, capped
+        /// as tool results are), for the surfaces that show it whole
+        /// (`pirn exec`'s `aggregated_output`).
+        #[serde(skip)]
+        output: Option<Arc<str>>,
     },
     /// 0.3.0: a piece of a running command's output (`bash`), at most
     /// 8 KiB, at most four a second; `offset` is the bytes of output before

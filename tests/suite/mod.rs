@@ -14,6 +14,7 @@ mod cassette;
 mod claimed;
 mod claude;
 mod claude_sessions;
+mod codex;
 mod console;
 mod context;
 mod contract;

@@ -1,0 +1,189 @@
+//! Codex's headless surface: `pirn exec --experimental-json …`, what the
+//! Codex SDK (`@openai/codex-sdk`) spawns when `codexPathOverride` names
+//! pirn, and `pirn exec PROMPT` for a shell.
+//!
+//! Owns: the process — its [`args`] (Codex's flags, checked into a
+//! [`Setup`]), the prompt (the argument, else stdin to its end, as the SDK
+//! writes it), one pirn [`Session`] opened as every transport opens one
+//! (protocol 0.3.0, the store, the model endpoint from
+//! `--config openai_base_url` and `CODEX_API_KEY` over pirn's own
+//! variables), one send, and stdout: Codex's thread events ([`events`],
+//! built by [`translate`]) with `--experimental-json`, else the final
+//! message alone. There is no second agent loop.
+//!
+//! Exit codes: 0 the turn completed, 1 it failed (the message also on
+//! stderr, which the SDK puts in the error it throws), 2 a command line
+//! pirn refuses (with an `error` event in JSON mode), 130 cancelled by
+//! SIGINT or SIGTERM (the SDK's abort signal), the turn's bash process
+//! groups killed first. The mapping is written down in protocol/codex.md.
+
+pub mod args;
+pub mod events;
+mod translate;
+
+use std::io::Write;
+
+use tokio::sync::mpsc;
+
+pub use args::ExecArgs;
+use args::{Resume, Setup};
+use events::ThreadEvent;
+use translate::Turn;
+
+use crate::config::Limits;
+use crate::environment::Environment;
+use crate::session::{Ending, OUTBOX_CAPACITY, Session};
+use crate::transport::exit::EXIT_CANCELLED;
+use crate::wire::{ErrorCode, OutgoingMessage, PROTOCOL_VERSION, SendOptions, SendResult, Status};
+
+/// Exit code of a turn that failed (Codex's).
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code of a command line pirn refuses.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Writes one thread event as a line on stdout and flushes it (the only
+/// writer of stdout while the turn runs).
+fn write_event(event: &ThreadEvent) {
+    let Ok(mut line) = serde_json::to_vec(event) else { return };
+    line.push(b'\n');
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&line);
+    let _ = out.flush();
+}
+
+/// Refuses the run: the reason on stderr and, in JSON mode, as an `error`
+/// event. Returns [`EXIT_USAGE`].
+#[allow(clippy::print_stderr)]
+fn refused(json: bool, why: &str) -> i32 {
+    if json {
+        write_event(&ThreadEvent::Error { message: why.to_owned() });
+    }
+    eprintln!("pirn exec: {why}");
+    EXIT_USAGE
+}
+
+/// Runs `pirn exec` with `args`; returns the exit code.
+pub async fn main(args: ExecArgs) -> i32 {
+    let sandbox_off = std::env::var("PIRN_SANDBOX").is_ok_and(|v| v.trim() == "off");
+    let setup = match args.setup(sandbox_off) {
+        Ok(s) => s,
+        Err(e) => return refused(args.json, &e.to_string()),
+    };
+    let prompt = match setup.prompt.clone() {
+        Some(p) => p,
+        None => {
+            let mut s = String::new();
+            if let Err(e) = tokio::io::AsyncReadExt::read_to_string(&mut tokio::io::stdin(), &mut s).await {
+                return refused(setup.json, &format!("cannot read the prompt from stdin: {e}"));
+            }
+            s
+        }
+    };
+    if prompt.trim().is_empty() {
+        return refused(setup.json, "no prompt (give it as the argument or on stdin)");
+    }
+    let mut env = crate::transport::stdio::with_store(Environment::from_process()).await;
+    if let Some(url) = &setup.base_url {
+        env.base_url = Some(url.clone());
+    }
+    if let Some(key) = std::env::var("CODEX_API_KEY").ok().filter(|k| !k.is_empty()) {
+        env.api_key = Some(key);
+        env.api_key_var = Some("CODEX_API_KEY");
+    }
+    let mut config = setup.config.clone();
+    match &setup.resume {
+        Resume::New => {}
+        Resume::Id(id) => config.resume_session_id = Some(id.clone()),
+        Resume::Last => {
+            let here = config.cwd.as_deref().map(std::path::PathBuf::from).and_then(|d| d.canonicalize().ok());
+            config.resume_session_id = match (&env.store, here) {
+                (Some(store), Some(here)) => crate::transport::latest::latest_in(store, &here).await,
+                _ => None,
+            };
+            if config.resume_session_id.is_none() {
+                return refused(setup.json, "resume --last: no stored thread in this workspace");
+            }
+        }
+    }
+    run(setup, config, env, prompt).await
+}
+
+/// Opens the session, runs the one send, writes its events; the exit code.
+#[allow(clippy::print_stderr)]
+async fn run(setup: Setup, config: crate::wire::InitConfig, env: Environment, prompt: String) -> i32 {
+    let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
+    let session = match Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), outbox).await {
+        Ok(s) => s,
+        Err(e) => return refused(setup.json, &e.to_string()),
+    };
+    let workspace = session.config().workspace.clone();
+    if setup.json {
+        write_event(&ThreadEvent::ThreadStarted { thread_id: session.config().session_id.clone() });
+        write_event(&ThreadEvent::TurnStarted {});
+    } else {
+        eprintln!("pirn exec: thread {} (profile {})", session.config().session_id, session.config().profile.name);
+    }
+    let options = SendOptions { output_schema: setup.output_schema.clone(), ..SendOptions::default() };
+    if let Err(e) = session.send_with("1".to_owned(), prompt, &options) {
+        return refused(setup.json, &e.to_string());
+    }
+    let writer = tokio::spawn(write_turn(rx, Turn::new(&workspace), setup.json));
+    let mut signals = crate::transport::signal::shutdown_signal();
+    let interrupt = async {
+        signals.recv().await;
+    };
+    let ended = session.end(Ending::Finish, interrupt, writer).await;
+    let Ok((result, message)) = ended else { return EXIT_FAILED };
+    let Some(r) = result else {
+        eprintln!("pirn exec: the turn ended without a result");
+        return EXIT_FAILED;
+    };
+    if let (Some(file), Some(text)) = (&setup.last_message_file, &message)
+        && let Err(e) = std::fs::write(file, text)
+    {
+        eprintln!("pirn exec: --output-last-message {}: {e}", file.display());
+    }
+    exit_code(&r, setup.json, message.as_deref())
+}
+
+/// Reads the session's outbox to its end, writing each event's lines;
+/// returns the send's result and the last message.
+async fn write_turn(
+    mut rx: mpsc::Receiver<OutgoingMessage>,
+    mut turn: Turn,
+    json: bool,
+) -> (Option<SendResult>, Option<String>) {
+    let mut result = None;
+    while let Some(msg) = rx.recv().await {
+        let lines = match msg {
+            OutgoingMessage::Event(e) => turn.event(&e.event),
+            OutgoingMessage::Result(r) => {
+                let lines = turn.finish(&r);
+                result = Some(*r);
+                lines
+            }
+            _ => Vec::new(),
+        };
+        if json {
+            lines.iter().for_each(write_event);
+        }
+    }
+    (result, turn.last_message.clone())
+}
+
+/// The exit code of the turn's result; in text mode the final message goes
+/// to stdout, a failure to stderr.
+#[allow(clippy::print_stderr)]
+fn exit_code(r: &SendResult, json: bool, message: Option<&str>) -> i32 {
+    if r.status == Status::Ok {
+        if !json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", message.unwrap_or_default());
+            let _ = out.flush();
+        }
+        return 0;
+    }
+    let (code, text) = r.error.as_ref().map_or((None, "the turn failed"), |e| (Some(e.code), e.message.as_str()));
+    eprintln!("pirn exec: {text}");
+    if code == Some(ErrorCode::Cancelled) { EXIT_CANCELLED } else { EXIT_FAILED }
+}
