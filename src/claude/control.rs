@@ -5,7 +5,8 @@
 //! schema there —, `interrupt`, `set_permission_mode`, `set_model`,
 //! `mcp_status`; anything else answered with an error naming it), the
 //! `can_use_tool` requests pirn sends for its permission requests and
-//! the mapping of their answers onto pirn's decisions, and the `system`
+//! the mapping of their answers onto pirn's decisions, the
+//! `hook_callback` requests of the SDK's hook callbacks, and the `system`
 //! `init` message.
 
 use serde_json::{Value, json};
@@ -19,6 +20,7 @@ use super::wire::{
 };
 use super::{CLAUDE_CODE_VERSION, Setup, Surface};
 use crate::config::SessionConfig;
+use crate::hooks::callback::{CallbackFuture, ClientHooks};
 use crate::wire::{Decision, OutgoingMessage};
 
 /// The text of a prompt: a string, or its text blocks joined. Other blocks
@@ -210,18 +212,42 @@ impl Surface {
         self.emit(&Out::ControlRequest { request_id, request });
     }
 
-    /// The SDK's answer to a `can_use_tool` request. Allowed runs the call
+    /// Sends one hook callback call to the SDK as a `hook_callback`
+    /// control request; its answer goes back through `answered`. The
+    /// tool call's id is the one the SDK saw on the `tool_use` block.
+    pub(super) fn call_hook(&mut self, call: HookCall) {
+        let HookCall { callback_id, tool_use_id, mut input, reply } = call;
+        let tool_use_id =
+            tool_use_id.map(|pirn_id| self.turns.values().find_map(|t| t.claude_id_of(&pirn_id)).unwrap_or(pirn_id));
+        if let (Some(id), Some(field)) = (&tool_use_id, input.get_mut("tool_use_id")) {
+            *field = json!(id);
+        }
+        self.hook_seq += 1;
+        let request_id = format!("pirn_hook_{}", self.hook_seq);
+        self.hook_calls.insert(request_id.clone(), reply);
+        let request = OutControl::HookCallback { callback_id, input, tool_use_id };
+        self.emit(&Out::ControlRequest { request_id, request });
+    }
+
+    /// The SDK's answer to a `hook_callback` request (handed back to the
+    /// waiting hook) or to a `can_use_tool` request. Allowed runs the call
     /// as the model sent it; an answer that changes the arguments
     /// (`updatedInput`) is a denial, since pirn runs a call exactly as
     /// sent or not at all. An error answer denies.
     pub(super) fn answered(&mut self, response: ControlResponseIn) {
         let (request_id, answer) = match response {
-            ControlResponseIn::Success { request_id, response } => (request_id, response),
+            ControlResponseIn::Success { request_id, response } => (request_id, Ok(response)),
             ControlResponseIn::Error { request_id, error } => {
-                tracing::info!("the SDK failed permission request {request_id}: {error:?}");
-                (request_id, None)
+                tracing::info!("the SDK failed control request {request_id}: {error:?}");
+                (request_id, Err(error.unwrap_or_else(|| "the SDK answered with an error".to_owned())))
             }
         };
+        if let Some(reply) = self.hook_calls.remove(&request_id) {
+            let _ = reply.send(answer.map(|a| a.unwrap_or_else(|| json!({}))));
+            return;
+        }
+        let answer: Option<super::wire::PermissionAnswer> =
+            answer.ok().flatten().and_then(|a| serde_json::from_value(a).ok());
         let Some((rid, args)) = self.asks.remove(&request_id) else { return };
         let Some(session) = &self.session else { return };
         let allowed = answer.as_ref().is_some_and(|a| {
@@ -235,5 +261,32 @@ impl Surface {
         if answer.is_some_and(|a| a.interrupt == Some(true)) {
             session.cancel_running();
         }
+    }
+}
+
+/// One call of an SDK hook callback, on its way to the SDK.
+pub struct HookCall {
+    pub callback_id: String,
+    /// pirn's id of the tool call it is about (tool events).
+    pub tool_use_id: Option<String>,
+    pub input: serde_json::Value,
+    pub reply: tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>,
+}
+
+/// The SDK's hook callbacks, as the session calls them: each call goes to
+/// the surface's loop, which writes the control request.
+#[derive(Debug)]
+pub(super) struct SdkHooks(pub(super) mpsc::Sender<HookCall>);
+
+impl ClientHooks for SdkHooks {
+    fn call(&self, callback_id: &str, tool_use_id: Option<&str>, input: serde_json::Value) -> CallbackFuture {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let call =
+            HookCall { callback_id: callback_id.to_owned(), tool_use_id: tool_use_id.map(str::to_owned), input, reply };
+        let tx = self.0.clone();
+        Box::pin(async move {
+            tx.send(call).await.map_err(|_| "the SDK is gone".to_owned())?;
+            answer.await.map_err(|_| "the SDK is gone".to_owned())?
+        })
     }
 }

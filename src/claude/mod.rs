@@ -6,7 +6,8 @@
 //! requests, permission answers) in, the session's events out as
 //! stream-json ([`wire::Out`], built by [`translate`]) — and the control
 //! protocol (`initialize`, `interrupt`, `set_permission_mode`,
-//! `set_model`, `mcp_status`; `can_use_tool` asked of the SDK). Behind it
+//! `set_model`, `mcp_status`; `can_use_tool` asked of the SDK, and its hook
+//! callbacks called as `hook_callback`, see [`SdkHooks`]). Behind it
 //! is one pirn [`Session`], opened as every transport opens one (protocol
 //! 0.3.0, the store, approval, MCP servers); there is no second agent
 //! loop. The mapping is written down in protocol/claude-code.md.
@@ -29,6 +30,7 @@ use tokio::sync::mpsc;
 
 use args::{ArgsError, InputFormat, OutputFormat};
 pub use args::{ClaudeArgs, is_claude_invocation};
+use control::{HookCall, SdkHooks};
 use input::{Input, read_stdin};
 use setup::Setup;
 use translate::Turn;
@@ -36,7 +38,8 @@ use wire::{In, Out, ResultMsg};
 
 use crate::config::Limits;
 use crate::environment::Environment;
-use crate::session::{Ending, OUTBOX_CAPACITY, Session};
+use crate::hooks::callback::ClientHooks;
+use crate::session::{ClientSide, Ending, OUTBOX_CAPACITY, Session};
 use crate::wire::{OutgoingMessage, PROTOCOL_VERSION, SendOptions};
 
 /// The version of Claude Code's surface pirn implements, reported as
@@ -89,6 +92,7 @@ pub async fn main(argv: Vec<String>) -> i32 {
         }
     }
     let (tx, rx) = mpsc::channel(64);
+    let (hook_tx, hook_rx) = mpsc::channel(16);
     match args.input_format {
         InputFormat::Text => {
             let prompt = match args.prompt.clone() {
@@ -127,8 +131,11 @@ pub async fn main(argv: Vec<String>) -> i32 {
         replay: args.replay_user_messages,
         last: None,
         last_code: 0,
+        hook_tx,
+        hook_calls: HashMap::new(),
+        hook_seq: 0,
     };
-    surface.run(rx, args.input_format).await
+    surface.run(rx, hook_rx, args.input_format).await
 }
 
 /// The process's state.
@@ -151,6 +158,11 @@ struct Surface {
     replay: bool,
     last: Option<ResultMsg>,
     last_code: i32,
+    /// Where the session's hook callback calls arrive (see [`SdkHooks`]).
+    hook_tx: mpsc::Sender<HookCall>,
+    /// `hook_callback` requests sent: control request id → the reply.
+    hook_calls: HashMap<String, tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>>,
+    hook_seq: u64,
 }
 
 /// The next message of a session's outbox (pending before one opened).
@@ -162,7 +174,12 @@ async fn next(rx: &mut Option<mpsc::Receiver<OutgoingMessage>>) -> Option<Outgoi
 }
 
 impl Surface {
-    async fn run(mut self, mut rx: mpsc::Receiver<Input>, input: InputFormat) -> i32 {
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Input>,
+        mut hooks: mpsc::Receiver<HookCall>,
+        input: InputFormat,
+    ) -> i32 {
         let mut events: Option<mpsc::Receiver<OutgoingMessage>> = None;
         let mut stdin_open = true;
         let mut signals = crate::transport::signal::shutdown_signal();
@@ -184,6 +201,7 @@ impl Surface {
                     Some(msg) => self.outgoing(msg),
                     None => break,
                 },
+                Some(call) = hooks.recv() => self.call_hook(call),
                 _ = signals.recv(), if !stopping => {
                     stopping = true;
                     stdin_open = false;
@@ -237,7 +255,11 @@ impl Surface {
     async fn open(&mut self) -> Result<mpsc::Receiver<OutgoingMessage>, String> {
         let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let config = self.setup.init_config();
-        let opened = Session::open(Some(PROTOCOL_VERSION), &config, &self.env, Limits::default(), outbox).await;
+        let runner: std::sync::Arc<dyn ClientHooks> = std::sync::Arc::new(SdkHooks(self.hook_tx.clone()));
+        let client = ClientSide { files: None, hooks: self.setup.callbacks.clone().map(|table| (table, runner)) };
+        let opened =
+            Session::open_with_client(Some(PROTOCOL_VERSION), &config, &self.env, Limits::default(), outbox, client)
+                .await;
         match opened {
             Ok(s) => {
                 self.session = Some(s);

@@ -44,6 +44,9 @@ pub struct Setup {
     pub instructions: (bool, bool),
     /// `--settings`: the operator's hooks.
     pub hooks: Option<crate::wire::HooksConfig>,
+    /// `initialize.hooks`: the SDK's hook callbacks (see
+    /// [`crate::hooks::callback`]).
+    pub callbacks: Option<crate::hooks::callback::CallbackTable>,
     /// `--settings`' `env.PIRN_PROFILE`: the session's profile (else the
     /// process's `PIRN_PROFILE`, else the model-settings table's rule).
     pub profile: Option<String>,
@@ -88,6 +91,7 @@ impl Setup {
             add_dirs: a.add_dir.clone(),
             instructions: a.instruction_sources(),
             hooks: settings.as_ref().map(|s| s.hooks.clone()),
+            callbacks: None,
             profile: settings.and_then(|s| s.profile),
             max_cost_usd: a.max_budget_usd,
             traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
@@ -95,16 +99,15 @@ impl Setup {
     }
 
     /// Takes what `initialize` adds. Errors name what pirn cannot honour
-    /// (hooks, subagents, in-process SDK MCP servers): the SDK then fails
-    /// the connection rather than running without them.
+    /// (subagents, in-process SDK MCP servers, callbacks for events pirn
+    /// never fires): the SDK then fails the connection rather than running
+    /// without them.
     pub fn apply(&mut self, init: &InitializeIn) -> Result<(), String> {
         let present = |v: &Option<serde_json::Value>| {
             v.as_ref().is_some_and(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()))
         };
-        if present(&init.hooks) {
-            return Err(
-                "hook callbacks in initialize are not supported by pirn (pass command hooks with --settings)".into()
-            );
+        if let Some(hooks) = init.hooks.as_ref().filter(|_| present(&init.hooks)) {
+            self.callbacks = Some(crate::hooks::callback::table(hooks)?);
         }
         if present(&init.agents) {
             return Err("subagents (agents) are not supported by pirn".into());

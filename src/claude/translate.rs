@@ -67,6 +67,12 @@ impl Turn {
         self
     }
 
+    /// The Claude id (`tool_use` block id) of the call pirn knows as
+    /// `pirn_id`, while it runs.
+    pub fn claude_id_of(&self, pirn_id: &str) -> Option<String> {
+        self.calls.iter().find(|c| c.pirn_id.as_deref() == Some(pirn_id)).map(|c| c.id.clone())
+    }
+
     /// A turn of session `session_id` on `model`; `partial`: write
     /// `stream_event` messages too.
     pub fn new(session_id: &str, model: &str, partial: bool) -> Turn {

@@ -241,6 +241,14 @@ pub enum OutControl {
         /// pirn's reason for asking (e.g. `suggest mode`).
         decision_reason: String,
     },
+    /// Calls one of the SDK's hook callbacks (registered in `initialize`)
+    /// with the hook's input; the answer is what a command hook prints.
+    HookCallback {
+        callback_id: String,
+        input: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_use_id: Option<String>,
+    },
 }
 
 /// The `response` of a `control_response` pirn writes.
@@ -371,8 +379,10 @@ impl SystemPromptIn {
 pub enum ControlResponseIn {
     Success {
         request_id: String,
+        /// A [`PermissionAnswer`] for `can_use_tool`; a hook's answer
+        /// (the JSON a command hook prints) for `hook_callback`.
         #[serde(default)]
-        response: Option<PermissionAnswer>,
+        response: Option<Value>,
     },
     Error {
         request_id: String,

@@ -25,23 +25,31 @@
 //! made absolute beneath the workspace. `tool_response` is
 //! `{"output": text, "is_error": bool}`.
 //!
+//! Callbacks: a client that spawned pirn may register hooks that are
+//! functions in its own process ([`callback`]); they are matched and
+//! answered like commands, and fail safe.
+//!
 //! Events without a send (`SessionStart`, `SessionEnd`) have no
 //! `hook_start` / `hook_end` events (every event belongs to a send); their
 //! runs are logged.
 
 pub mod answer;
+pub mod callback;
+mod fire;
 pub mod process;
 pub mod settings;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 pub use answer::{Permission, Verdict};
+use fire::fire;
 
 use crate::config::SessionConfig;
-use crate::wire::claude_names::{claude_tool_name, permission_mode_name};
+use crate::wire::claude_names::claude_tool_name;
 use crate::wire::{Event, HooksConfig};
 
 /// Seconds a hook may run when its `timeout` is not set (Claude Code's).
@@ -113,17 +121,30 @@ impl Matcher {
     }
 }
 
-/// One command of a group.
+/// One command of a group, or (`callback`) the id of a client's callback.
 #[derive(Debug, Clone)]
 struct Command {
     line: String,
     timeout: Duration,
+    callback: bool,
 }
 
-/// A session's hooks, compiled from `config.hooks`.
+/// A session's hooks, compiled from `config.hooks` and the client's
+/// callbacks.
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
     groups: Vec<(HookEvent, Matcher, Vec<Command>)>,
+    /// Who runs the callbacks (set with them).
+    client: Option<Arc<dyn callback::ClientHooks>>,
+}
+
+/// A hook's timeout in seconds, checked.
+fn timeout_of(event: &str, secs: Option<f64>) -> Result<Duration, String> {
+    let secs = secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("hooks.{event}: timeout must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs.min(24.0 * 3600.0)))
 }
 
 impl Hooks {
@@ -150,19 +171,15 @@ impl Hooks {
                     if h.command.trim().is_empty() {
                         return Err(format!("hooks.{name}: a command is empty"));
                     }
-                    let secs = h.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
-                    if !secs.is_finite() || secs <= 0.0 {
-                        return Err(format!("hooks.{name}: timeout must be a positive number of seconds"));
-                    }
-                    let timeout = Duration::from_secs_f64(secs.min(24.0 * 3600.0));
-                    commands.push(Command { line: h.command.clone(), timeout });
+                    let timeout = timeout_of(name, h.timeout)?;
+                    commands.push(Command { line: h.command.clone(), timeout, callback: false });
                 }
                 if !commands.is_empty() {
                     groups.push((event, matcher, commands));
                 }
             }
         }
-        Ok(Hooks { groups })
+        Ok(Hooks { groups, client: None })
     }
 
     /// Every command line of the table (for `pirn serve`'s allowlist).
@@ -180,7 +197,7 @@ impl Hooks {
         let mut out: Vec<&Command> = Vec::new();
         for (_, _, commands) in self.groups.iter().filter(|(e, m, _)| *e == event && m.takes(subjects)) {
             for c in commands {
-                if !out.iter().any(|o| o.line == c.line) {
+                if !out.iter().any(|o| o.line == c.line && o.callback == c.callback) {
                     out.push(c);
                 }
             }
@@ -201,66 +218,6 @@ pub struct Silent;
 
 impl Announce for Silent {
     async fn announce(&self, _event: Event) {}
-}
-
-/// Runs `event`'s hooks matching `subjects` with `fields` added to the
-/// common input, in parallel, and folds their answers.
-async fn fire(
-    config: &SessionConfig,
-    out: &impl Announce,
-    event: HookEvent,
-    subjects: &[&str],
-    fields: Value,
-) -> Verdict {
-    let Some(hooks) = config.hooks.as_deref() else { return Verdict::default() };
-    let commands = hooks.matching(event, subjects);
-    if commands.is_empty() {
-        return Verdict::default();
-    }
-    let mut input = Map::new();
-    input.insert("session_id".into(), json!(config.session_id));
-    input.insert("cwd".into(), json!(config.workspace));
-    input.insert("hook_event_name".into(), json!(event.name()));
-    input.insert("permission_mode".into(), json!(permission_mode_name(config.policy.mode)));
-    if let Value::Object(f) = fields {
-        input.extend(f);
-    }
-    let input = serde_json::to_vec(&input).unwrap_or_default();
-    let runs = commands.into_iter().map(|c| run_one(config, out, event, c, &input));
-    let mut verdict = Verdict::default();
-    for v in futures_util::future::join_all(runs).await {
-        verdict.fold(v);
-    }
-    verdict
-}
-
-async fn run_one(config: &SessionConfig, out: &impl Announce, event: HookEvent, c: &Command, input: &[u8]) -> Verdict {
-    let name = event.name().to_owned();
-    out.announce(Event::HookStart { hook_event_name: name.clone(), command: c.line.clone() }).await;
-    let ran = process::run(config, &c.line, input, c.timeout).await;
-    let (verdict, outcome) = answer::read(event, &ran);
-    let exit_code = match ran.exit {
-        process::Exit::Code(code) => Some(code),
-        _ => None,
-    };
-    match (&ran.exit, outcome) {
-        (process::Exit::NotRun(why), _) => tracing::warn!(event = %name, command = %c.line, "hook not run: {why}"),
-        (_, "error" | "timeout") => tracing::warn!(
-            event = %name, command = %c.line, ?exit_code, stderr = %ran.stderr.trim(),
-            "hook failed ({outcome}); the send goes on"
-        ),
-        _ => tracing::debug!(event = %name, command = %c.line, outcome, "hook ran"),
-    }
-    let duration_ms = u64::try_from(ran.elapsed.as_millis()).unwrap_or(u64::MAX);
-    out.announce(Event::HookEnd {
-        hook_event_name: name,
-        command: c.line.clone(),
-        outcome: outcome.to_owned(),
-        exit_code,
-        duration_ms,
-    })
-    .await;
-    verdict
 }
 
 fn has(config: &SessionConfig, event: HookEvent) -> bool {

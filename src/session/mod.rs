@@ -22,7 +22,7 @@ mod rewind;
 mod runner;
 
 pub use end::Ending;
-pub use open::{OpenError, ResumeError};
+pub use open::{ClientSide, OpenError, ResumeError};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

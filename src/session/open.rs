@@ -87,10 +87,24 @@ impl Session {
         outbox: Outbox,
         files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
     ) -> Result<Session, OpenError> {
+        let client = ClientSide { files, hooks: None };
+        Session::open_with_client(protocol_version, config, env, limits, outbox, client).await
+    }
+
+    /// [`Session::open`] for a transport whose client does some of the
+    /// session's work in its own process (see [`ClientSide`]).
+    pub async fn open_with_client(
+        protocol_version: Option<&str>,
+        config: &InitConfig,
+        env: &Environment,
+        limits: Limits,
+        outbox: Outbox,
+        client: ClientSide,
+    ) -> Result<Session, OpenError> {
         let version = wire::negotiate(protocol_version)?;
         let (init, worktree) = with_worktree(config, env, version).await?;
         let made = worktree.as_ref().map(|(wt, _)| wt.clone());
-        let opened = Session::open_in(&init, worktree, env, limits, outbox, files, version).await;
+        let opened = Session::open_in(&init, worktree, env, limits, outbox, client, version).await;
         // A worktree made for a session that then failed to open is removed
         // (with its branch): nothing of the session's is in it.
         if let (Err(_), Some(wt)) = (&opened, made) {
@@ -105,11 +119,16 @@ impl Session {
         env: &Environment,
         limits: Limits,
         outbox: Outbox,
-        files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
+        client: ClientSide,
         version: wire::ProtocolVersion,
     ) -> Result<Session, OpenError> {
         let mut config = SessionConfig::new(init, env, limits, version)?;
-        config.client_files = files;
+        config.client_files = client.files;
+        if let Some((table, runner)) = client.hooks.filter(|(t, _)| !t.is_empty()) {
+            let hooks = config.hooks.take().map(|h| (*h).clone()).unwrap_or_default();
+            let hooks = hooks.with_callbacks(&table, runner).map_err(ConfigError::Hooks)?;
+            config.hooks = Some(Arc::new(hooks));
+        }
         config.worktree = worktree;
         if let Some(servers) = init.mcp_servers.as_ref().filter(|s| !s.is_empty()) {
             let plan = config.policy.mode == crate::wire::ApprovalMode::Plan;
@@ -153,6 +172,18 @@ impl Session {
         });
         Session { shared, stopped }
     }
+}
+
+/// What a transport's client does in its own process for the session.
+#[derive(Debug, Default)]
+pub struct ClientSide {
+    /// Its file system (ACP's `fs/*`): file tools read and write text
+    /// through it (see `tools::client_files`).
+    pub files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
+    /// Hook callbacks it registered, and who calls them (the Claude
+    /// surface: `hook_callback` control requests), run beside
+    /// `config.hooks` (see [`crate::hooks::callback`]).
+    pub hooks: Option<(crate::hooks::callback::CallbackTable, Arc<dyn crate::hooks::callback::ClientHooks>)>,
 }
 
 /// `init` as the session runs it: when it asks for a worktree (see

@@ -12,6 +12,9 @@ arrives), each step's messages up to its ResultMessage are one turn; {"op": "rew
 "turn": i} calls rewind_files() with the uuid of turn i's replayed UserMessage (the
 options need extra_args {"replay-user-messages": null}) and is a turn of one message,
 {"kind": "Rewound", "uuid"} or {"kind": "RewindError", "error"}.
+"hooks": {event: [{"matcher", "timeout"?, "answer": hook output, "sleep_s"?, "raise"?}]}
+registers hook callbacks (options.hooks) that record their input in the report's
+"hooked" and return "answer" (after "sleep_s"; or raise "raise").
 """
 
 import asyncio
@@ -24,6 +27,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
@@ -54,6 +58,23 @@ async def main():
             return PermissionResultAllow()
 
         options["can_use_tool"] = can_use_tool
+    hooked = []
+    if "hooks" in script:
+        def callback(event, spec):
+            async def hook(hook_input, tool_use_id, context):
+                hooked.append({"event": event, "input": hook_input, "tool_use_id": tool_use_id})
+                if spec.get("sleep_s"):
+                    await asyncio.sleep(spec["sleep_s"])
+                if spec.get("raise"):
+                    raise RuntimeError(spec["raise"])
+                return spec.get("answer", {})
+            return hook
+
+        options["hooks"] = {
+            event: [HookMatcher(matcher=m.get("matcher"), hooks=[callback(event, m)], timeout=m.get("timeout"))
+                    for m in matchers]
+            for event, matchers in script["hooks"].items()
+        }
     opts = ClaudeAgentOptions(**options)
     turns, errors, timings = [], [], []
     try:
@@ -108,7 +129,8 @@ async def main():
                     turns.append(turn)
     except Exception as e:  # the report says what failed
         errors.append(f"{type(e).__name__}: {e}")
-    print(json.dumps({"turns": turns, "asked": asked, "errors": errors, "timings": timings}, default=str))
+    print(json.dumps({"turns": turns, "asked": asked, "hooked": hooked, "errors": errors, "timings": timings},
+                     default=str))
 
 
 asyncio.run(main())

@@ -13,6 +13,7 @@ mod cancel;
 mod cassette;
 mod claimed;
 mod claude;
+mod claude_hooks;
 mod claude_sessions;
 mod codex;
 mod console;
