@@ -26,6 +26,7 @@ mod cx;
 mod diff;
 pub mod emit;
 pub mod facts;
+pub mod fallback;
 pub mod fit;
 pub mod gates;
 pub mod loop_guard;

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::SendStats;
 use super::budget::Meter;
 use super::emit::Emitter;
+use super::fallback::Fallback;
 use crate::config::SessionConfig;
 use crate::model::{Completion, ModelError, cost};
 use crate::telemetry::ChatSpan;
@@ -44,6 +45,7 @@ pub(super) async fn call_model(
     body: Bytes,
     emit: &Emitter,
     meter: &Meter,
+    fallback: &mut Fallback,
     shown: Shown,
 ) -> Result<Completion, ModelError> {
     if let Some(prices) = &config.prices
@@ -53,7 +55,7 @@ pub(super) async fn call_model(
         return Err(ModelError::BudgetSpent { message: e.message, details: e.details.unwrap_or_default() });
     }
     let mut span = emit.trace().map_or_else(ChatSpan::none, |t| t.chat(&config.model, &config.endpoint.provider()));
-    let result = stream_call(config, body, emit, meter, &mut span, shown).await;
+    let result = stream_call(config, body, emit, meter, fallback, &mut span, shown).await;
     span.end(result.as_ref());
     result
 }
@@ -75,7 +77,7 @@ pub(super) async fn side_call(
     let meter = std::sync::Arc::clone(&stats.meter);
     stats.begin_model();
     stats.side_calls.calls += 1;
-    let result = call_model(config, body, emit, &meter, Shown::Hidden).await;
+    let result = call_model(config, body, emit, &meter, &mut stats.fallback, Shown::Hidden).await;
     stats.end_model();
     let completion = result?;
     match completion.usage {
@@ -90,16 +92,30 @@ pub(super) async fn side_call(
     Ok(completion.text)
 }
 
-/// The streaming part of [`call_model`].
+/// The streaming part of [`call_model`]: a request refused before
+/// anything streamed goes to the send's fallback model when it can absorb
+/// the refusal (see [`Fallback`]), with a `model_fallback` event.
 async fn stream_call(
     config: &SessionConfig,
     body: Bytes,
     emit: &Emitter,
     meter: &Meter,
+    fallback: &mut Fallback,
     span: &mut ChatSpan,
     shown: Shown,
 ) -> Result<Completion, ModelError> {
-    let mut stream = config.endpoint.open(body, emit).await?;
+    let body = fallback.body(body);
+    let mut stream = match config.endpoint.open(body.clone(), emit).await {
+        Ok(s) => s,
+        Err(e) if fallback.takes(&e) => {
+            let to = fallback.engage().unwrap_or_default().to_owned();
+            tracing::warn!(model = %config.model, fallback = %to, "the model refused the request ({e}); falling back");
+            let reason = e.status().map_or_else(|| e.to_string(), |s| format!("HTTP {s}: {e}"));
+            emit.emit(Event::ModelFallback { model: config.model.clone(), fallback: to, reason }).await;
+            config.endpoint.open(fallback.body(body), emit).await?
+        }
+        Err(e) => return Err(e),
+    };
     while let Some(text) = stream.next_text().await? {
         span.first_token();
         if shown == Shown::Deltas {

@@ -30,6 +30,9 @@ pub struct SendStats {
     /// The send's budget meter (the runner's `SendSpec::meter`): what a
     /// compaction's model call cost is charged to it too.
     pub meter: std::sync::Arc<super::budget::Meter>,
+    /// The send's fallback model and whether it switched to it (set by
+    /// the runner from `config.fallback_model`).
+    pub fallback: super::fallback::Fallback,
     /// The files the send's `write_file`/`edit_file` calls changed,
     /// workspace-relative, in path order: the facts behind the result's
     /// `files_changed` (filled when the send's loop ends, however it ends).

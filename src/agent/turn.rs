@@ -79,7 +79,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
         Err(error) => return Step::End(fail(emit, error, None, None).await),
     };
     cx.stats.begin_model();
-    let result = call_model(config, body, emit, &cx.spec.meter, Shown::Deltas).await;
+    let result = call_model(config, body, emit, &cx.spec.meter, &mut cx.stats.fallback, Shown::Deltas).await;
     cx.stats.end_model();
     let completion = match result {
         Ok(c) => c,

@@ -17,7 +17,6 @@ use crate::wire::{ApprovalMode, McpServerConfig, PermissionRules};
 /// given when one is passed (exit 2).
 pub const REFUSED: &[(&str, &str)] = &[
     ("--task-budget", "pirn has no task budgets"),
-    ("--fallback-model", "pirn has one model per session (failover is configured with PIRN_FAILOVER)"),
     ("--betas", "pirn speaks OpenAI-compatible chat completions: there are no Anthropic betas"),
     ("--session-id", "pirn chooses its session ids"),
     ("--resume-drops-turn", "pirn resumes a whole session"),
@@ -165,6 +164,10 @@ pub struct ClaudeArgs {
     /// else `PIRN_PRICES`): pirn's `max_cost_usd`.
     #[arg(long)]
     pub max_budget_usd: Option<f64>,
+    /// The model a turn's requests go to once `--model` refuses one that
+    /// another model could take (pirn's `fallback_model`).
+    #[arg(long)]
+    pub fallback_model: Option<String>,
     /// Accepted: pirn reads initialize before its first turn anyway.
     #[arg(long)]
     pub await_initialize: bool,
@@ -380,8 +383,9 @@ mod tests {
 
     #[test]
     fn flags_pirn_cannot_honour_are_refused_by_name() {
-        let e = args(&["-p", "--fallback-model=m", "hi"]).unwrap_err();
-        assert!(e.to_string().contains("--fallback-model is not supported"), "{e}");
+        let e = args(&["-p", "--task-budget=5", "hi"]).unwrap_err();
+        assert!(e.to_string().contains("--task-budget is not supported"), "{e}");
+        assert_eq!(args(&["-p", "--fallback-model=m", "hi"]).unwrap().fallback_model.as_deref(), Some("m"));
         let a = args(&["-p", "--max-budget-usd=0.5", "--settings", "{}", "hi"]).unwrap();
         assert_eq!((a.max_budget_usd, a.settings.as_deref()), (Some(0.5), Some("{}")));
         assert!(args(&["-p", "--no-such-flag", "hi"]).is_err());

@@ -12,12 +12,10 @@
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::input::{ControlIn, ControlResponseIn, UserContent};
 use super::mapping::{approval_mode, claude_name, permission_mode_name};
 use super::translate::uuid;
-use super::wire::{
-    ControlIn, ControlResponseIn, ControlResponseOut, McpServerStatus, Out, OutControl, ResultMsg, SystemInit,
-    UserContent,
-};
+use super::wire::{ControlResponseOut, McpServerStatus, Out, OutControl, ResultMsg, SystemInit};
 use super::{CLAUDE_CODE_VERSION, Setup, Surface};
 use crate::config::SessionConfig;
 use crate::hooks::callback::{CallbackFuture, ClientHooks};
@@ -246,7 +244,7 @@ impl Surface {
             let _ = reply.send(answer.map(|a| a.unwrap_or_else(|| json!({}))));
             return;
         }
-        let answer: Option<super::wire::PermissionAnswer> =
+        let answer: Option<super::input::PermissionAnswer> =
             answer.ok().flatten().and_then(|a| serde_json::from_value(a).ok());
         let Some((rid, args)) = self.asks.remove(&request_id) else { return };
         let Some(session) = &self.session else { return };

@@ -1,13 +1,17 @@
 //! Claude Code's stream-json input: stdin's lines framed and parsed.
 //!
-//! Owns: [`Input`] (one line, parsed, or why it cannot be) and [`read_stdin`],
+//! Owns: the types of what the SDK writes to pirn ([`In`]: prompts,
+//! control requests, answers to pirn's requests; shapes as the SDKs send
+//! them, see [`super::wire`]), [`Input`] (one line, parsed, or why it
+//! cannot be) and [`read_stdin`],
 //! which frames stdin with the 10 MiB bound and sends each line on. A
 //! control request whose body cannot be read keeps its `request_id`, so
 //! it is answered with an error instead of left to the SDK's timeout.
 
+use serde::Deserialize;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::wire::In;
 use crate::wire::MAX_LINE_BYTES;
 
 /// One line of stdin, parsed.
@@ -58,4 +62,151 @@ pub(super) async fn read_stdin(tx: mpsc::Sender<Input>) {
             }
         }
     }
+}
+
+/// One line the SDK writes to pirn's stdin.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum In {
+    /// A prompt.
+    User(UserIn),
+    /// A request of the SDK.
+    ControlRequest { request_id: String, request: ControlIn },
+    /// The SDK's answer to one of pirn's requests.
+    ControlResponse { response: ControlResponseIn },
+    /// The SDK gave up on one of its own requests (nothing to do: pirn
+    /// answers each at once).
+    ControlCancelRequest {},
+    /// Liveness only.
+    KeepAlive {},
+}
+
+/// A `user` line: `message.content` is a string or content blocks.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UserIn {
+    pub message: UserInBody,
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+/// The message of a [`UserIn`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct UserInBody {
+    pub content: UserContent,
+}
+
+/// A prompt's content.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    Text(String),
+    Blocks(Vec<InBlock>),
+}
+
+/// A content block of a prompt: text is taken; any other kind (images,
+/// documents) is refused by name.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InBlock {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// Control requests the SDKs send (subtype-tagged). Unknown subtypes are
+/// answered with an error naming them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum ControlIn {
+    Initialize(Box<InitializeIn>),
+    Interrupt {},
+    SetPermissionMode {
+        mode: String,
+    },
+    SetModel {
+        #[serde(default)]
+        model: Option<String>,
+    },
+    McpStatus {},
+    /// Put the files back to before the turn of user message
+    /// `user_message_id` (see `super::checkpoints`).
+    RewindFiles {
+        user_message_id: String,
+        #[serde(default)]
+        dry_run: Option<bool>,
+    },
+    #[serde(other)]
+    Unsupported,
+}
+
+/// `initialize`: the fields pirn reads. The TypeScript SDK sends the
+/// system prompt and the JSON schema here rather than on the command line.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeIn {
+    #[serde(default)]
+    pub hooks: Option<Value>,
+    #[serde(default)]
+    pub agents: Option<Value>,
+    #[serde(default)]
+    pub sdk_mcp_servers: Option<Vec<String>>,
+    #[serde(default)]
+    pub json_schema: Option<Value>,
+    #[serde(default)]
+    pub system_prompt: Option<SystemPromptIn>,
+    #[serde(default)]
+    pub append_system_prompt: Option<String>,
+    #[serde(default)]
+    pub mcp_servers: Option<serde_json::Map<String, Value>>,
+}
+
+/// `initialize.systemPrompt`: one string or several, joined.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum SystemPromptIn {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl SystemPromptIn {
+    /// The prompt's text (parts joined by blank lines).
+    pub fn text(&self) -> String {
+        match self {
+            SystemPromptIn::One(s) => s.clone(),
+            SystemPromptIn::Many(v) => v.join("\n\n"),
+        }
+    }
+}
+
+/// The `response` of a `control_response` the SDK writes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum ControlResponseIn {
+    Success {
+        request_id: String,
+        /// A [`PermissionAnswer`] for `can_use_tool`; a hook's answer
+        /// (the JSON a command hook prints) for `hook_callback`.
+        #[serde(default)]
+        response: Option<Value>,
+    },
+    Error {
+        request_id: String,
+        #[serde(default)]
+        error: Option<String>,
+    },
+}
+
+/// The SDK's answer to `can_use_tool`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionAnswer {
+    /// `allow` or `deny`.
+    pub behavior: String,
+    #[serde(default)]
+    pub updated_input: Option<Value>,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Deny and stop the turn.
+    #[serde(default)]
+    pub interrupt: Option<bool>,
 }

@@ -2,7 +2,7 @@
 //! stream-json --input-format stream-json …` (what the official Claude
 //! Agent SDKs spawn) and `pirn run` with the same flags.
 //!
-//! Owns: the process's loop — stdin lines ([`wire::In`]: prompts, control
+//! Owns: the process's loop — stdin lines ([`input::In`]: prompts, control
 //! requests, permission answers) in, the session's events out as
 //! stream-json ([`wire::Out`], built by [`translate`]) — and the control
 //! protocol (`initialize`, `interrupt`, `set_permission_mode`,
@@ -18,7 +18,7 @@
 pub mod args;
 mod checkpoints;
 mod control;
-mod input;
+pub mod input;
 pub mod mapping;
 mod setup;
 mod translate;
@@ -31,10 +31,10 @@ use tokio::sync::mpsc;
 use args::{ArgsError, InputFormat, OutputFormat};
 pub use args::{ClaudeArgs, is_claude_invocation};
 use control::{HookCall, SdkHooks};
-use input::{Input, read_stdin};
+use input::{In, Input, read_stdin};
 use setup::Setup;
 use translate::Turn;
-use wire::{In, Out, ResultMsg};
+use wire::{Out, ResultMsg};
 
 use crate::config::Limits;
 use crate::environment::Environment;

@@ -7,8 +7,8 @@
 //! [`Setup::init_config`], the one mapping onto pirn's [`InitConfig`].
 
 use super::args::{ArgsError, ClaudeArgs};
+use super::input::InitializeIn;
 use super::mapping::mcp_servers;
-use super::wire::InitializeIn;
 use crate::config::DEFAULT_SYSTEM_PROMPT;
 use crate::wire::{ApprovalMode, InitConfig, McpServerConfig, PermissionRules};
 
@@ -52,6 +52,8 @@ pub struct Setup {
     pub profile: Option<String>,
     /// `--max-budget-usd`.
     pub max_cost_usd: Option<f64>,
+    /// `--fallback-model` (the SDKs' `fallback_model`).
+    pub fallback_model: Option<String>,
     /// `TRACEPARENT` of the environment: the W3C trace parent of every
     /// turn's span (see [`crate::telemetry`]), as for `pirn run`.
     pub traceparent: Option<String>,
@@ -94,6 +96,7 @@ impl Setup {
             callbacks: None,
             profile: settings.and_then(|s| s.profile),
             max_cost_usd: a.max_budget_usd,
+            fallback_model: a.fallback_model.clone(),
             traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
         })
     }
@@ -160,6 +163,7 @@ impl Setup {
             hooks: self.hooks.clone(),
             profile: self.profile.clone(),
             max_cost_usd: self.max_cost_usd,
+            fallback_model: self.fallback_model.clone(),
             traceparent: self.traceparent.clone(),
             ..InitConfig::default()
         }

@@ -175,6 +175,16 @@ impl Turn {
                 }));
             }
             Event::Usage(u) => self.usage = Some(ClaudeUsage::from(u)),
+            Event::ModelFallback { model, fallback, reason } => {
+                out.push(Out::Fallback(Box::new(super::wire::SystemFallback {
+                    subtype: "model_fallback",
+                    model: model.clone(),
+                    fallback_model: fallback.clone(),
+                    reason: reason.clone(),
+                    session_id: self.session_id.clone(),
+                    uuid: uuid(),
+                })));
+            }
             Event::PermissionDenied { name, .. } => {
                 let last = self.calls.iter().rev().find(|c| c.name == *name);
                 let (id, input) = last.map(|c| (c.id.clone(), c.input.clone())).unwrap_or_default();

@@ -1,5 +1,6 @@
 //! The stream-json lines of Claude Code's headless surface, as Rust types:
-//! what pirn reads on stdin ([`In`]) and writes on stdout ([`Out`]).
+//! what pirn writes on stdout ([`Out`]; what it reads on stdin is
+//! [`super::input::In`]).
 //!
 //! Owns: the shapes only. They follow what the official Agent SDKs parse
 //! (PyPI `claude-agent-sdk` 0.2.189 `_internal/message_parser.py` and
@@ -9,7 +10,7 @@
 //! unless an SDK requires them (then they carry the neutral value: `null`
 //! cost, empty lists).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 /// One line pirn writes on stdout.
@@ -18,6 +19,10 @@ use serde_json::Value;
 pub enum Out {
     /// `system` (subtype `init`): once per turn, before its first message.
     System(Box<SystemInit>),
+    /// `system` (subtype `model_fallback`): the turn's requests go to the
+    /// fallback model from here on.
+    #[serde(rename = "system")]
+    Fallback(Box<SystemFallback>),
     /// An assistant message: one content block (text or `tool_use`).
     Assistant(AssistantMsg),
     /// A user message pirn writes: the `tool_result` of a tool call.
@@ -30,6 +35,21 @@ pub enum Out {
     ControlRequest { request_id: String, request: OutControl },
     /// The answer to a control request of the SDK.
     ControlResponse { response: ControlResponseOut },
+}
+
+/// `{"type":"system","subtype":"model_fallback","model","fallback_model","reason",…}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemFallback {
+    /// Always `model_fallback`.
+    pub subtype: &'static str,
+    /// The model that refused the request.
+    pub model: String,
+    /// The model the rest of the turn uses.
+    pub fallback_model: String,
+    /// Why (the provider's error).
+    pub reason: String,
+    pub session_id: String,
+    pub uuid: String,
 }
 
 /// `{"type":"system","subtype":"init",…}`.
@@ -257,151 +277,4 @@ pub enum OutControl {
 pub enum ControlResponseOut {
     Success { request_id: String, response: Value },
     Error { request_id: String, error: String },
-}
-
-/// One line the SDK writes to pirn's stdin.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum In {
-    /// A prompt.
-    User(UserIn),
-    /// A request of the SDK.
-    ControlRequest { request_id: String, request: ControlIn },
-    /// The SDK's answer to one of pirn's requests.
-    ControlResponse { response: ControlResponseIn },
-    /// The SDK gave up on one of its own requests (nothing to do: pirn
-    /// answers each at once).
-    ControlCancelRequest {},
-    /// Liveness only.
-    KeepAlive {},
-}
-
-/// A `user` line: `message.content` is a string or content blocks.
-#[derive(Debug, Clone, Deserialize)]
-pub struct UserIn {
-    pub message: UserInBody,
-    #[serde(default)]
-    pub session_id: Option<String>,
-}
-
-/// The message of a [`UserIn`].
-#[derive(Debug, Clone, Deserialize)]
-pub struct UserInBody {
-    pub content: UserContent,
-}
-
-/// A prompt's content.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum UserContent {
-    Text(String),
-    Blocks(Vec<InBlock>),
-}
-
-/// A content block of a prompt: text is taken; any other kind (images,
-/// documents) is refused by name.
-#[derive(Debug, Clone, Deserialize)]
-pub struct InBlock {
-    #[serde(rename = "type")]
-    pub kind: String,
-    #[serde(default)]
-    pub text: Option<String>,
-}
-
-/// Control requests the SDKs send (subtype-tagged). Unknown subtypes are
-/// answered with an error naming them.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "subtype", rename_all = "snake_case")]
-pub enum ControlIn {
-    Initialize(Box<InitializeIn>),
-    Interrupt {},
-    SetPermissionMode {
-        mode: String,
-    },
-    SetModel {
-        #[serde(default)]
-        model: Option<String>,
-    },
-    McpStatus {},
-    /// Put the files back to before the turn of user message
-    /// `user_message_id` (see `super::checkpoints`).
-    RewindFiles {
-        user_message_id: String,
-        #[serde(default)]
-        dry_run: Option<bool>,
-    },
-    #[serde(other)]
-    Unsupported,
-}
-
-/// `initialize`: the fields pirn reads. The TypeScript SDK sends the
-/// system prompt and the JSON schema here rather than on the command line.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InitializeIn {
-    #[serde(default)]
-    pub hooks: Option<Value>,
-    #[serde(default)]
-    pub agents: Option<Value>,
-    #[serde(default)]
-    pub sdk_mcp_servers: Option<Vec<String>>,
-    #[serde(default)]
-    pub json_schema: Option<Value>,
-    #[serde(default)]
-    pub system_prompt: Option<SystemPromptIn>,
-    #[serde(default)]
-    pub append_system_prompt: Option<String>,
-    #[serde(default)]
-    pub mcp_servers: Option<serde_json::Map<String, Value>>,
-}
-
-/// `initialize.systemPrompt`: one string or several, joined.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum SystemPromptIn {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl SystemPromptIn {
-    /// The prompt's text (parts joined by blank lines).
-    pub fn text(&self) -> String {
-        match self {
-            SystemPromptIn::One(s) => s.clone(),
-            SystemPromptIn::Many(v) => v.join("\n\n"),
-        }
-    }
-}
-
-/// The `response` of a `control_response` the SDK writes.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "subtype", rename_all = "snake_case")]
-pub enum ControlResponseIn {
-    Success {
-        request_id: String,
-        /// A [`PermissionAnswer`] for `can_use_tool`; a hook's answer
-        /// (the JSON a command hook prints) for `hook_callback`.
-        #[serde(default)]
-        response: Option<Value>,
-    },
-    Error {
-        request_id: String,
-        #[serde(default)]
-        error: Option<String>,
-    },
-}
-
-/// The SDK's answer to `can_use_tool`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionAnswer {
-    /// `allow` or `deny`.
-    pub behavior: String,
-    #[serde(default)]
-    pub updated_input: Option<Value>,
-    #[serde(default)]
-    pub message: Option<String>,
-    /// Deny and stop the turn.
-    #[serde(default)]
-    pub interrupt: Option<bool>,
 }

@@ -31,6 +31,11 @@ pub struct RunArgs {
     /// Output: the protocol's JSONL events, or the streamed text.
     #[arg(long, value_enum, default_value_t = OutputFormat::Jsonl)]
     format: OutputFormat,
+    /// A model on the same server that takes the send's requests once
+    /// --model refuses one another model could take (overloaded, failing,
+    /// not there) (config `fallback_model`).
+    #[arg(long, value_name = "MODEL")]
+    fallback_model: Option<String>,
     /// System prompt (default: a short coding-agent prompt).
     #[arg(long)]
     system_prompt: Option<String>,
@@ -231,6 +236,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         hooks: args.settings,
         traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
         prices: args.prices,
+        fallback_model: args.fallback_model,
         ..InitConfig::default()
     };
     let format = match args.format {

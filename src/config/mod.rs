@@ -111,6 +111,9 @@ pub struct SessionConfig {
     pub probed_window: Arc<tokio::sync::OnceCell<Option<u32>>>,
     /// Model used to summarise the conversation (default: `model`).
     pub compact_model: Option<String>,
+    /// `config.fallback_model` (see [`crate::agent::fallback`]); `None`
+    /// when unset, empty or the same as `model`.
+    pub fallback_model: Option<String>,
     /// Show the model the workspace's files at the first send
     /// (`config.workspace_listing`, see [`crate::context::workspace`]).
     pub workspace_listing: bool,
@@ -356,6 +359,7 @@ impl SessionConfig {
             context_window: config.context_window.filter(|n| *n > 0).or(env.context_window),
             probed_window: Arc::new(tokio::sync::OnceCell::new()),
             compact_model: config.compact_model.clone().filter(|m| !m.trim().is_empty()),
+            fallback_model: config.fallback_model.clone().filter(|m| !m.trim().is_empty() && *m != config.model),
             workspace_listing: config.workspace_listing.unwrap_or(true),
             answer_checks: config.answer_checks.unwrap_or(true),
             checkpoints: config.checkpoints.unwrap_or(version >= ProtocolVersion::V0_3),

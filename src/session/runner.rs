@@ -100,6 +100,8 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
     job.spec.cancel = job.cancel.clone();
     let mut stats = SendStats::default();
     stats.meter = job.spec.meter.clone();
+    stats.fallback =
+        crate::agent::fallback::Fallback::new(config.fallback_model.clone().filter(|m| *m != config.model));
     *shared.meter.lock().unwrap_or_else(|p| p.into_inner()) = Some(job.spec.meter.clone());
     if job.kind == JobKind::Send {
         *shared.steering.lock().unwrap_or_else(|p| p.into_inner()) = Some((job.id.clone(), job.spec.steering.clone()));

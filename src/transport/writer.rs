@@ -175,6 +175,10 @@ fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage, format: Format) -> i
                 eprintln!("[store] {message}");
                 Ok(())
             }
+            Event::ModelFallback { model, fallback, reason } => {
+                eprintln!("[fallback] {model} refused the request ({reason}); {fallback} takes the rest of the send");
+                Ok(())
+            }
             Event::ToolOutput { text, .. } => {
                 eprint!("{text}");
                 Ok(())

@@ -138,6 +138,10 @@ pub enum Event {
     ToolOutput { call_id: String, offset: u64, text: String },
     /// Token usage of one model call.
     Usage(Usage),
+    /// 0.3.0: the session's `model` refused a request (`reason`) that its
+    /// `fallback_model` may take: this request and the rest of the send go
+    /// to `fallback`; the next send tries `model` again.
+    ModelFallback { model: String, fallback: String, reason: String },
     /// A failure; the send's error result follows.
     Error {
         code: ErrorCode,
@@ -216,6 +220,7 @@ impl Event {
             Event::ToolEnd { .. } => "tool_end",
             Event::ToolOutput { .. } => "tool_output",
             Event::Usage(_) => "usage",
+            Event::ModelFallback { .. } => "model_fallback",
             Event::Error { .. } => "error",
             Event::PermissionRequest { .. } => "permission_request",
             Event::PermissionDenied { .. } => "permission_denied",

@@ -104,6 +104,13 @@ pub struct InitConfig {
     /// (default: `model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact_model: Option<String>,
+    /// A model on the same server that takes a send's requests once
+    /// `model` refuses one that another model could take (overloaded or
+    /// failing: 429, 5xx, 529; a model the server lacks: 404; no answer in
+    /// time), for the rest of that send (Claude Code's `--fallback-model`).
+    /// Each switch is a 0.3.0 `model_fallback` event. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_model: Option<String>,
     /// Most tool calls of one model answer that run (default 16); the rest
     /// are answered "not run" to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]

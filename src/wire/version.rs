@@ -92,6 +92,7 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             | Event::HookStart { .. }
             | Event::HookEnd { .. }
             | Event::Plan { .. }
+            | Event::ModelFallback { .. }
             | Event::ToolOutput { .. } => {
                 return false;
             }

@@ -303,9 +303,9 @@ async fn print_mode_answers_in_text_and_json_and_refuses_what_it_cannot_honour()
         (v["type"].as_str(), v["subtype"].as_str(), v["result"].as_str()),
         (Some("result"), Some("success"), Some("five"))
     );
-    let out = run(&["-p", "--fallback-model", "other", "hi"]).output().await.unwrap();
+    let out = run(&["-p", "--task-budget", "5", "hi"]).output().await.unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--fallback-model is not supported"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--task-budget is not supported"), "{out:?}");
     assert_eq!(mock.requests().len(), 2, "a refused command line calls no model");
 }
 

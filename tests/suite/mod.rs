@@ -24,6 +24,7 @@ mod contract_surfaces;
 mod cost;
 mod errors;
 mod failover;
+mod fallback;
 mod faults;
 mod file_blocks;
 mod finish;
