@@ -64,9 +64,13 @@ pub struct ExecArgs {
     /// Codex's shorthand for workspace-write without asking: pirn's default.
     #[arg(long, global = true)]
     pub full_auto: bool,
-    /// No sandbox (the operator's flag for danger-full-access).
-    #[arg(long, global = true)]
+    /// No sandbox (the operator's flag for danger-full-access); also skips
+    /// the git repository check, as Codex's does.
+    #[arg(long, alias = "yolo", global = true)]
     pub dangerously_bypass_approvals_and_sandbox: bool,
+    /// Keep no session log (the thread cannot be resumed).
+    #[arg(long, global = true)]
+    pub ephemeral: bool,
     /// always, never or auto (pirn writes no colour).
     #[arg(long, global = true, value_name = "WHEN")]
     pub color: Option<String>,
@@ -101,7 +105,10 @@ pub const CONFIG_KEYS: &[&str] = &[
     "web_search",
 ];
 
-/// Why a command line is refused (exit 2).
+/// Codex's words when the workspace is not in a git repository.
+pub const NOT_A_REPOSITORY: &str = "Not inside a trusted directory and --skip-git-repo-check was not specified.";
+
+/// Why a command line is refused (exit 1, as Codex's own refusals).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ExecError {
     #[error("{0}")]
@@ -137,10 +144,15 @@ pub struct Setup {
     pub last_message_file: Option<PathBuf>,
 }
 
-/// A `--config` value: TOML (`"text"`, `true`, `30`), else the raw text,
-/// as Codex reads it.
+/// A `--config` value: TOML (`"text"`, `true`, `30`), else the raw text
+/// without surrounding quotes, as Codex reads it.
 fn config_value(raw: &str) -> toml_edit::Value {
-    raw.trim().parse::<toml_edit::Value>().unwrap_or_else(|_| toml_edit::Value::from(raw.trim()))
+    let raw = raw.trim();
+    raw.parse::<toml_edit::Value>().unwrap_or_else(|_| {
+        let bare = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"'));
+        let bare = bare.or_else(|| raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')));
+        toml_edit::Value::from(bare.unwrap_or(raw))
+    })
 }
 
 fn config_str(key: &str, raw: &str) -> Result<String, ExecError> {
@@ -187,8 +199,10 @@ impl ExecArgs {
             return Err(refuse(format!("--color {c:?} is not one of always, never, auto")));
         }
         let bypass = operator_sandbox_off || self.dangerously_bypass_approvals_and_sandbox;
-        let mut model = self.model.clone();
-        let mut sandbox = self.sandbox.clone();
+        // Repeated keys: the last wins (as Codex reads them); the flags
+        // beat `--config`.
+        let mut model = None;
+        let mut sandbox = None;
         let mut base_url = None;
         let mut network = None;
         for item in &self.config {
@@ -198,16 +212,13 @@ impl ExecArgs {
             let key = key.trim();
             match key {
                 "openai_base_url" => base_url = Some(config_str(key, raw)?),
-                "model" => model = model.or(Some(config_str(key, raw)?)),
-                "sandbox_mode" => sandbox = sandbox.or(Some(config_str(key, raw)?)),
+                "model" => model = Some(config_str(key, raw)?),
+                "sandbox_mode" => sandbox = Some(config_str(key, raw)?),
+                // Codex's exec asks no one whatever the policy (it sets
+                // `never`); pirn exec likewise: the sandbox decides.
                 "approval_policy" => match config_str(key, raw)?.as_str() {
-                    "never" => {}
-                    other => {
-                        return Err(refuse(format!(
-                            "--config approval_policy={other:?}: pirn exec has no one to ask; only \"never\" \
-                             (the sandbox decides) is supported"
-                        )));
-                    }
+                    "never" | "on-request" | "on-failure" | "untrusted" => {}
+                    other => return Err(refuse(format!("--config approval_policy={other:?} is not a policy"))),
                 },
                 "sandbox_workspace_write.network_access" => match config_value(raw) {
                     toml_edit::Value::Boolean(b) => network = Some(*b.value()),
@@ -229,6 +240,8 @@ impl ExecArgs {
                 }
             }
         }
+        let model = self.model.clone().or(model);
+        let sandbox = self.sandbox.clone().or(sandbox);
         let (sandbox, writes) = match sandbox.as_deref() {
             None if self.dangerously_bypass_approvals_and_sandbox => (SandboxMode::Off, true),
             None => (SandboxMode::WorkspaceWrite, true),
@@ -255,15 +268,14 @@ impl ExecArgs {
                 (None, false) => return Err(refuse("resume: give the thread id to continue, or --last")),
             },
         };
+        let here = std::env::current_dir().map_err(|e| refuse(format!("the current directory: {e}")))?;
         let cwd = match &self.cd {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().map_err(|e| refuse(format!("the current directory: {e}")))?,
+            Some(d) => here.join(d),
+            None => here,
         };
-        if !self.skip_git_repo_check && !in_git_repo(&cwd) {
-            return Err(refuse(format!(
-                "{} is not inside a git repository (Codex's rule); pass --skip-git-repo-check to run there",
-                cwd.display()
-            )));
+        let cwd = cwd.canonicalize().map_err(|e| refuse(format!("--cd {}: {e}", cwd.display())))?;
+        if !self.skip_git_repo_check && !self.dangerously_bypass_approvals_and_sandbox && !in_git_repo(&cwd) {
+            return Err(refuse(NOT_A_REPOSITORY));
         }
         let tools: &[&str] = if writes {
             &["read_file", "write_file", "edit_file", "glob", "grep", "bash"]
@@ -276,7 +288,9 @@ impl ExecArgs {
             tools: tools.iter().map(|t| (*t).to_owned()).collect(),
             cwd: Some(cwd.to_string_lossy().into_owned()),
             sandbox: Some(sandbox),
-            sandbox_network: network,
+            // Codex's sandboxes keep the network off unless asked.
+            sandbox_network: Some(sandbox == SandboxMode::Off || network.unwrap_or(false)),
+            persist: self.ephemeral.then_some(false),
             approval_mode: Some(ApprovalMode::FullAuto),
             allowed_paths: Some(self.add_dir.iter().map(|d| d.to_string_lossy().into_owned()).collect())
                 .filter(|d: &Vec<String>| !d.is_empty()),
@@ -337,9 +351,8 @@ mod tests {
     fn what_cannot_map_is_refused_by_name() {
         let refused = |args: &[&str]| parse(args).setup(false).unwrap_err().to_string();
         assert!(refused(&["--skip-git-repo-check", "--image", "a.png"]).contains("--image"));
-        assert!(
-            refused(&["--skip-git-repo-check", "-c", "approval_policy=\"on-request\""]).contains("approval_policy")
-        );
+        assert!(parse(&["--skip-git-repo-check", "-c", "approval_policy=\"on-request\""]).setup(false).is_ok());
+        assert!(refused(&["--skip-git-repo-check", "-c", "approval_policy=\"sometimes\""]).contains("approval_policy"));
         assert!(refused(&["--skip-git-repo-check", "-c", "web_search=\"live\""]).contains("web search"));
         assert!(refused(&["--skip-git-repo-check", "-c", "model_reasoning_effort=\"high\""]).contains("honours"));
         assert!(refused(&["--skip-git-repo-check", "--sandbox", "danger-full-access"]).contains("PIRN_SANDBOX=off"));
@@ -363,6 +376,12 @@ mod tests {
         assert_eq!(s.config.sandbox, Some(SandboxMode::ReadOnly));
         assert_eq!(s.config.sandbox_network, Some(false));
         assert_eq!(s.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        // The network is off unless asked; the last of repeated keys wins; bare strings lose their quotes.
+        let s = parse(&["--skip-git-repo-check", "-c", "model=\"a\"", "-c", "model='b'"]).setup(false).unwrap();
+        assert_eq!(s.config.model, "b");
+        assert_eq!(s.config.sandbox_network, Some(false));
+        let s = parse(&["--skip-git-repo-check", "-c", "sandbox_workspace_write.network_access=true"]).setup(false);
+        assert_eq!(s.unwrap().config.sandbox_network, Some(true));
     }
 
     #[test]
@@ -370,7 +389,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_str().unwrap();
         let e = parse(&["--cd", d]).setup(false).unwrap_err().to_string();
-        assert!(e.contains("--skip-git-repo-check"), "{e}");
+        assert_eq!(e, NOT_A_REPOSITORY);
+        assert!(parse(&["--cd", d, "--yolo"]).setup(false).is_ok(), "the bypass skips the check, as Codex's");
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         assert!(parse(&["--cd", d]).setup(false).is_ok());
     }

@@ -11,11 +11,13 @@
 //! built by [`translate`]) with `--experimental-json`, else the final
 //! message alone. There is no second agent loop.
 //!
-//! Exit codes: 0 the turn completed, 1 it failed (the message also on
-//! stderr, which the SDK puts in the error it throws), 2 a command line
-//! pirn refuses (with an `error` event in JSON mode), 130 cancelled by
-//! SIGINT or SIGTERM (the SDK's abort signal), the turn's bash process
-//! groups killed first. The mapping is written down in protocol/codex.md.
+//! Exit codes, as Codex's: 0 the turn completed; 1 it failed (the message
+//! also on stderr, which the SDK puts in the error it throws) or pirn
+//! refuses the run (a setting it cannot honour, no git repository, no
+//! prompt: stderr only); 2 flags that do not parse; 130 cancelled by
+//! SIGINT or SIGTERM (the SDK's abort signal; no `turn.failed`, as Codex
+//! writes none for an interrupted turn), the turn's bash process groups
+//! killed first. The mapping is written down in protocol/codex.md.
 
 pub mod args;
 pub mod events;
@@ -36,10 +38,8 @@ use crate::session::{Ending, OUTBOX_CAPACITY, Session};
 use crate::transport::exit::EXIT_CANCELLED;
 use crate::wire::{ErrorCode, OutgoingMessage, PROTOCOL_VERSION, SendOptions, SendResult, Status};
 
-/// Exit code of a turn that failed (Codex's).
+/// Exit code of a turn that failed, or of a run pirn refuses (Codex's).
 pub const EXIT_FAILED: i32 = 1;
-/// Exit code of a command line pirn refuses.
-pub const EXIT_USAGE: i32 = 2;
 
 /// Writes one thread event as a line on stdout and flushes it (the only
 /// writer of stdout while the turn runs).
@@ -51,15 +51,38 @@ fn write_event(event: &ThreadEvent) {
     let _ = out.flush();
 }
 
-/// Refuses the run: the reason on stderr and, in JSON mode, as an `error`
-/// event. Returns [`EXIT_USAGE`].
+/// Refuses the run: the reason on stderr (as Codex's refusals: nothing on
+/// stdout). Returns [`EXIT_FAILED`].
 #[allow(clippy::print_stderr)]
-fn refused(json: bool, why: &str) -> i32 {
-    if json {
-        write_event(&ThreadEvent::Error { message: why.to_owned() });
+fn refused(why: &str) -> i32 {
+    eprintln!("{why}");
+    EXIT_FAILED
+}
+
+/// The prompt as Codex reads it: the argument, with piped stdin appended
+/// in a `<stdin>` block; without one, all of stdin (not a terminal).
+async fn prompt_of(given: Option<String>) -> Result<String, String> {
+    use std::io::IsTerminal;
+    let piped = !std::io::stdin().is_terminal();
+    let read = || async {
+        let mut s = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut tokio::io::stdin(), &mut s)
+            .await
+            .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+        Ok::<String, String>(s.trim_start_matches('\u{feff}').to_owned())
+    };
+    match given {
+        Some(p) if piped => {
+            let more = read().await?;
+            Ok(if more.trim().is_empty() { p } else { format!("{p}\n\n<stdin>\n{}\n</stdin>", more.trim_end()) })
+        }
+        Some(p) => Ok(p),
+        None if !piped => Err("No prompt provided. Give it as an argument, or pipe it into stdin.".to_owned()),
+        None => {
+            let p = read().await?;
+            if p.trim().is_empty() { Err("No prompt provided via stdin.".to_owned()) } else { Ok(p) }
+        }
     }
-    eprintln!("pirn exec: {why}");
-    EXIT_USAGE
 }
 
 /// Runs `pirn exec` with `args`; returns the exit code.
@@ -67,20 +90,19 @@ pub async fn main(args: ExecArgs) -> i32 {
     let sandbox_off = std::env::var("PIRN_SANDBOX").is_ok_and(|v| v.trim() == "off");
     let setup = match args.setup(sandbox_off) {
         Ok(s) => s,
-        Err(e) => return refused(args.json, &e.to_string()),
+        Err(e) => return refused(&e.to_string()),
     };
-    let prompt = match setup.prompt.clone() {
-        Some(p) => p,
-        None => {
-            let mut s = String::new();
-            if let Err(e) = tokio::io::AsyncReadExt::read_to_string(&mut tokio::io::stdin(), &mut s).await {
-                return refused(setup.json, &format!("cannot read the prompt from stdin: {e}"));
-            }
-            s
-        }
+    // Codex reads no stdin for a resumed thread's argument prompt.
+    let given = setup.prompt.clone();
+    let prompt = match (&setup.resume, given) {
+        (Resume::New, given) | (_, given @ None) => match prompt_of(given).await {
+            Ok(p) => p,
+            Err(why) => return refused(&why),
+        },
+        (_, Some(p)) => p,
     };
     if prompt.trim().is_empty() {
-        return refused(setup.json, "no prompt (give it as the argument or on stdin)");
+        return refused("No prompt provided.");
     }
     let mut env = crate::transport::stdio::with_store(Environment::from_process()).await;
     if let Some(url) = &setup.base_url {
@@ -101,7 +123,7 @@ pub async fn main(args: ExecArgs) -> i32 {
                 _ => None,
             };
             if config.resume_session_id.is_none() {
-                return refused(setup.json, "resume --last: no stored thread in this workspace");
+                return refused("resume --last: no stored thread in this workspace");
             }
         }
     }
@@ -114,7 +136,7 @@ async fn run(setup: Setup, config: crate::wire::InitConfig, env: Environment, pr
     let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
     let session = match Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), outbox).await {
         Ok(s) => s,
-        Err(e) => return refused(setup.json, &e.to_string()),
+        Err(e) => return refused(&e.to_string()),
     };
     let workspace = session.config().workspace.clone();
     if setup.json {
@@ -125,7 +147,7 @@ async fn run(setup: Setup, config: crate::wire::InitConfig, env: Environment, pr
     }
     let options = SendOptions { output_schema: setup.output_schema.clone(), ..SendOptions::default() };
     if let Err(e) = session.send_with("1".to_owned(), prompt, &options) {
-        return refused(setup.json, &e.to_string());
+        return refused(&e.to_string());
     }
     let writer = tokio::spawn(write_turn(rx, Turn::new(&workspace), setup.json));
     let mut signals = crate::transport::signal::shutdown_signal();
@@ -138,7 +160,8 @@ async fn run(setup: Setup, config: crate::wire::InitConfig, env: Environment, pr
         eprintln!("pirn exec: the turn ended without a result");
         return EXIT_FAILED;
     };
-    if let (Some(file), Some(text)) = (&setup.last_message_file, &message)
+    // As Codex: only a completed turn writes the file.
+    if let (Some(file), Some(text), Status::Ok) = (&setup.last_message_file, &message, r.status)
         && let Err(e) = std::fs::write(file, text)
     {
         eprintln!("pirn exec: --output-last-message {}: {e}", file.display());

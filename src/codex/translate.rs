@@ -13,7 +13,8 @@
 //! | `mcp__SERVER__TOOL` | `mcp_tool_call` with `server`, `tool` |
 //! | `read_file`, `glob`, `grep` | `mcp_tool_call` with `server` `pirn` |
 //! | `todo_write` (its `plan` events) | `todo_list` (started, updated, completed at the turn's end) |
-//! | a retried model request, a store failure | an `error` item |
+//! | a retried model request | a top-level `error` event (the turn goes on) |
+//! | a store failure | an `error` item |
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ use serde_json::{Value, json};
 use super::events::{
     FileUpdateChange, ItemDetails, ItemStatus, McpResult, ThreadError, ThreadEvent, ThreadItem, ThreadUsage, TodoEntry,
 };
-use crate::wire::{Event, SendResult, Status, TodoStatus};
+use crate::wire::{ErrorCode, Event, SendResult, Status, TodoStatus};
 
 /// The most of a running command's output `item.updated` carries (the
 /// completed item has the whole result).
@@ -131,7 +132,7 @@ impl Turn {
             Event::Retry { attempt, wait_ms, status } => {
                 let status = status.map_or_else(|| "no answer".to_owned(), |s| format!("HTTP {s}"));
                 let message = format!("the model request failed ({status}); try {attempt} in {wait_ms} ms");
-                out.push(ThreadEvent::ItemCompleted { item: self.item(ItemDetails::Error { message }) });
+                out.push(ThreadEvent::Error { message });
             }
             Event::StoreError { message } => {
                 let message = format!("the session could not be stored: {message}");
@@ -167,22 +168,13 @@ impl Turn {
             self.usage.cached_input_tokens = u.cached_tokens.unwrap_or(0);
             self.usage.output_tokens = u.completion_tokens;
         }
-        match (r.status, &r.error) {
+        match (r.status, r.error.as_ref()) {
             (Status::Ok, _) => out.push(ThreadEvent::TurnCompleted { usage: self.usage.clone() }),
+            // An interrupted turn ends without a word, as Codex's does.
+            (Status::Error, Some(e)) if e.code == ErrorCode::Cancelled => {}
             (Status::Error, e) => {
-                let message = e.as_ref().map_or_else(
-                    || "the turn failed".to_owned(),
-                    |e| {
-                        format!(
-                            "{}: {}",
-                            serde_json::to_value(e.code)
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_owned))
-                                .unwrap_or_default(),
-                            e.message
-                        )
-                    },
-                );
+                let message = e.map_or_else(|| "the turn failed".to_owned(), |e| e.message.clone());
+                out.push(ThreadEvent::Error { message: message.clone() });
                 out.push(ThreadEvent::TurnFailed { error: ThreadError { message } });
             }
         }
@@ -230,7 +222,13 @@ fn end_details(details: &mut ItemDetails, text: String, failed: bool, created: O
         ItemDetails::CommandExecution { aggregated_output, exit_code, status, .. } => {
             *exit_code = crate::tools::bash::exit_code_of(&text);
             *status = if !failed && *exit_code == Some(0) { ItemStatus::Completed } else { ItemStatus::Failed };
-            *aggregated_output = text;
+            // The output alone, as Codex shows it: pirn's `[exit code N]`
+            // line is the item's `exit_code`.
+            *aggregated_output = match text.trim_end().rsplit_once('\n') {
+                Some((output, last)) if exit_code.is_some() && last.starts_with("[exit code ") => format!("{output}\n"),
+                None if exit_code.is_some() && text.starts_with("[exit code ") => String::new(),
+                _ => text,
+            };
         }
         ItemDetails::FileChange { changes, status } => {
             if let (Some(created), Some(change)) = (created, changes.first_mut()) {

@@ -4,7 +4,7 @@
 //
 // node drive.mjs SDK_DIR PIRN_BINARY SCRIPT_JSON
 // SCRIPT: {cwd, codex: {...Codex options}, thread: {...ThreadOptions},
-//          steps: [{op: "run"|"streamed"|"resume"|"abort_on_command",
+//          steps: [{op: "run"|"streamed"|"resume"|"abort_on_command"|"run_abort_after",
 //                   prompt, outputSchema?, after_ms?}]}
 // Prints {steps: [...], errors: [...]} on stdout: each step's outcome
 // ({ok, items, finalResponse, usage, threadId} or {ok: false, error}),
@@ -57,6 +57,16 @@ for (const step of script.steps) {
       } catch (e) {
         report.steps.push({ ok: false, error: String(e?.message ?? e), name: e?.name, events: seen,
           after_abort_ms: abortedAt === null ? null : Date.now() - abortedAt });
+      }
+    } else if (step.op === "run_abort_after") {
+      const controller = new AbortController();
+      const started = Date.now();
+      setTimeout(() => controller.abort(), step.after_ms ?? 1000);
+      try {
+        const turn = await thread.run(step.prompt, { signal: controller.signal });
+        report.steps.push({ ok: true, ...turn });
+      } catch (e) {
+        report.steps.push({ ok: false, error: String(e?.message ?? e), name: e?.name, after_start_ms: Date.now() - started });
       }
     } else {
       report.errors.push(`unknown op ${step.op}`);
