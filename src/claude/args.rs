@@ -318,9 +318,11 @@ impl ClaudeArgs {
         }
     }
 
-    /// The MCP servers of every `--mcp-config`.
-    pub fn mcp_servers(&self) -> Result<Vec<McpServerConfig>, ArgsError> {
+    /// The MCP servers of every `--mcp-config`, and the names of the SDK's
+    /// in-process ones.
+    pub fn mcp_servers(&self) -> Result<(Vec<McpServerConfig>, Vec<String>), ArgsError> {
         let mut out = Vec::new();
+        let mut hosted = Vec::new();
         for arg in &self.mcp_config {
             let text = if arg.trim_start().starts_with('{') {
                 arg.clone()
@@ -330,9 +332,11 @@ impl ClaudeArgs {
             let v: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| ArgsError::Invalid(format!("--mcp-config: not JSON: {e}")))?;
             let servers = v.get("mcpServers").and_then(|s| s.as_object()).cloned().unwrap_or_default();
-            out.extend(mcp_servers(&servers).map_err(ArgsError::Invalid)?);
+            let (servers, sdk) = mcp_servers(&servers).map_err(ArgsError::Invalid)?;
+            out.extend(servers);
+            hosted.extend(sdk);
         }
-        Ok(out)
+        Ok((out, hosted))
     }
 
     /// Which instruction files `--setting-sources` lets pirn read: (user,

@@ -19,7 +19,8 @@ use super::wire::{ControlResponseOut, McpServerStatus, Out, OutControl, ResultMs
 use super::{CLAUDE_CODE_VERSION, Setup, Surface};
 use crate::config::SessionConfig;
 use crate::hooks::callback::{CallbackFuture, ClientHooks};
-use crate::wire::{Decision, OutgoingMessage};
+use crate::mcp::bridge::{ClientMcp, ClientMcpFuture};
+use crate::wire::Decision;
 
 /// The text of a prompt: a string, or its text blocks joined. Other blocks
 /// (images, documents) are refused by kind: pirn sends text only.
@@ -54,7 +55,13 @@ pub fn system_init(config: &SessionConfig, setup: &Setup) -> SystemInit {
         cwd: config.workspace.to_string_lossy().into_owned(),
         session_id: config.session_id.clone(),
         tools,
-        mcp_servers: setup.mcp.iter().map(|s| McpServerStatus { name: s.name.clone(), status: "connected" }).collect(),
+        mcp_servers: setup
+            .mcp
+            .iter()
+            .map(|s| &s.name)
+            .chain(&setup.sdk_mcp)
+            .map(|name| McpServerStatus { name: name.clone(), status: "connected" })
+            .collect(),
         model: setup.model.clone(),
         permission_mode: permission_mode_name(setup.mode).to_owned(),
         slash_commands: Vec::new(),
@@ -101,31 +108,21 @@ impl Surface {
         self.emit(&Out::ControlResponse { response });
     }
 
-    /// Answers control request `request` of the SDK. `initialize` opens
-    /// the session (returned); a session that cannot open ends the process
-    /// (`Err(2)`), after the error answer.
-    pub(super) async fn control(
-        &mut self,
-        request_id: String,
-        request: ControlIn,
-    ) -> Result<Option<mpsc::Receiver<OutgoingMessage>>, i32> {
+    /// Answers control request `request` of the SDK. `initialize` has the
+    /// session opened and is answered once it is (a session that cannot
+    /// open ends the process, exit 2, after the error answer).
+    pub(super) async fn control(&mut self, request_id: String, request: ControlIn) -> Result<(), i32> {
         match request {
             ControlIn::Initialize(init) => {
-                if self.session.is_some() {
+                if self.session.is_some() || self.want_open || self.init_answer.is_some() {
                     self.respond(request_id, Err("the session is already initialized".into()));
-                    return Ok(None);
+                    return Ok(());
                 }
                 if let Err(e) = self.setup.apply(&init) {
                     self.respond(request_id, Err(e));
-                    return Ok(None);
+                    return Ok(());
                 }
-                let rx = match self.open().await {
-                    Ok(rx) => rx,
-                    Err(e) => {
-                        self.respond(request_id, Err(e));
-                        return Err(2);
-                    }
-                };
+                self.want_open = true;
                 let model = self.setup.model.clone();
                 let mut answer = json!({
                     "commands": [],
@@ -139,15 +136,15 @@ impl Surface {
                 if init.mcp_servers.is_some() {
                     answer["mcp_servers_applied"] = json!(true);
                 }
-                self.respond(request_id, Ok(answer));
-                Ok(Some(rx))
+                self.init_answer = Some((request_id, answer));
+                Ok(())
             }
             ControlIn::Interrupt {} => {
                 if let Some(s) = &self.session {
                     s.cancel_running();
                 }
                 self.respond(request_id, Ok(json!({})));
-                Ok(None)
+                Ok(())
             }
             ControlIn::SetPermissionMode { mode } => {
                 let answer = approval_mode(&mode).map(|m| {
@@ -158,7 +155,7 @@ impl Surface {
                     json!({})
                 });
                 self.respond(request_id, answer);
-                Ok(None)
+                Ok(())
             }
             ControlIn::SetModel { model } => {
                 match &self.session {
@@ -169,21 +166,21 @@ impl Surface {
                     None => self.setup.model = model.unwrap_or_else(|| self.setup.model.clone()),
                 }
                 self.respond(request_id, Ok(json!({})));
-                Ok(None)
+                Ok(())
             }
             ControlIn::McpStatus {} => {
-                let servers: Vec<Value> =
-                    self.setup.mcp.iter().map(|s| json!({"name": s.name, "status": "connected"})).collect();
+                let names = self.setup.mcp.iter().map(|s| &s.name).chain(&self.setup.sdk_mcp);
+                let servers: Vec<Value> = names.map(|name| json!({"name": name, "status": "connected"})).collect();
                 self.respond(request_id, Ok(json!({"mcpServers": servers})));
-                Ok(None)
+                Ok(())
             }
             ControlIn::RewindFiles { user_message_id, dry_run } => {
                 self.rewind_files(request_id, user_message_id, dry_run.unwrap_or(false));
-                Ok(None)
+                Ok(())
             }
             ControlIn::Unsupported => {
                 self.respond(request_id, Err("pirn does not support this control request".into()));
-                Ok(None)
+                Ok(())
             }
         }
     }
@@ -210,20 +207,24 @@ impl Surface {
         self.emit(&Out::ControlRequest { request_id, request });
     }
 
-    /// Sends one hook callback call to the SDK as a `hook_callback`
-    /// control request; its answer goes back through `answered`. The
-    /// tool call's id is the one the SDK saw on the `tool_use` block.
-    pub(super) fn call_hook(&mut self, call: HookCall) {
-        let HookCall { callback_id, tool_use_id, mut input, reply } = call;
-        let tool_use_id =
-            tool_use_id.map(|pirn_id| self.turns.values().find_map(|t| t.claude_id_of(&pirn_id)).unwrap_or(pirn_id));
-        if let (Some(id), Some(field)) = (&tool_use_id, input.get_mut("tool_use_id")) {
-            *field = json!(id);
+    /// Sends one call of the session's to the SDK as a control request
+    /// (`hook_callback`, `mcp_message`); its answer goes back through
+    /// `answered`. A hook callback's tool call id becomes the one the SDK
+    /// saw on the `tool_use` block.
+    pub(super) fn call_sdk(&mut self, call: SdkCall) {
+        let SdkCall { mut request, reply } = call;
+        if let OutControl::HookCallback { tool_use_id, input, .. } = &mut request {
+            let turns = &self.turns;
+            *tool_use_id = tool_use_id
+                .take()
+                .map(|pirn_id| turns.values().find_map(|t| t.claude_id_of(&pirn_id)).unwrap_or(pirn_id));
+            if let (Some(id), Some(field)) = (tool_use_id.as_ref(), input.get_mut("tool_use_id")) {
+                *field = json!(id);
+            }
         }
-        self.hook_seq += 1;
-        let request_id = format!("pirn_hook_{}", self.hook_seq);
-        self.hook_calls.insert(request_id.clone(), reply);
-        let request = OutControl::HookCallback { callback_id, input, tool_use_id };
+        self.sdk_seq += 1;
+        let request_id = format!("pirn_call_{}", self.sdk_seq);
+        self.sdk_calls.insert(request_id.clone(), reply);
         self.emit(&Out::ControlRequest { request_id, request });
     }
 
@@ -240,7 +241,7 @@ impl Surface {
                 (request_id, Err(error.unwrap_or_else(|| "the SDK answered with an error".to_owned())))
             }
         };
-        if let Some(reply) = self.hook_calls.remove(&request_id) {
+        if let Some(reply) = self.sdk_calls.remove(&request_id) {
             let _ = reply.send(answer.map(|a| a.unwrap_or_else(|| json!({}))));
             return;
         }
@@ -262,29 +263,52 @@ impl Surface {
     }
 }
 
-/// One call of an SDK hook callback, on its way to the SDK.
-pub struct HookCall {
-    pub callback_id: String,
-    /// pirn's id of the tool call it is about (tool events).
-    pub tool_use_id: Option<String>,
-    pub input: serde_json::Value,
+/// One call of the session's into the SDK (a hook callback, a message
+/// to an in-process MCP server), on its way to the surface's loop, which
+/// writes the control request; `reply` gets the control response's body.
+pub struct SdkCall {
+    pub request: OutControl,
     pub reply: tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>,
 }
 
-/// The SDK's hook callbacks, as the session calls them: each call goes to
-/// the surface's loop, which writes the control request.
+/// Sends `request` to the SDK through the surface's loop; its answer.
+async fn ask_sdk(tx: mpsc::Sender<SdkCall>, request: OutControl) -> Result<serde_json::Value, String> {
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    tx.send(SdkCall { request, reply }).await.map_err(|_| "the SDK is gone".to_owned())?;
+    answer.await.map_err(|_| "the SDK is gone".to_owned())?
+}
+
+/// The SDK's hook callbacks, as the session calls them.
 #[derive(Debug)]
-pub(super) struct SdkHooks(pub(super) mpsc::Sender<HookCall>);
+pub(super) struct SdkHooks(pub(super) mpsc::Sender<SdkCall>);
 
 impl ClientHooks for SdkHooks {
     fn call(&self, callback_id: &str, tool_use_id: Option<&str>, input: serde_json::Value) -> CallbackFuture {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let call =
-            HookCall { callback_id: callback_id.to_owned(), tool_use_id: tool_use_id.map(str::to_owned), input, reply };
+        let request = OutControl::HookCallback {
+            callback_id: callback_id.to_owned(),
+            input,
+            tool_use_id: tool_use_id.map(str::to_owned),
+        };
+        Box::pin(ask_sdk(self.0.clone(), request))
+    }
+}
+
+/// The SDK's in-process MCP servers (`type: "sdk"`), as the session's MCP
+/// client reaches them: each JSON-RPC message an `mcp_message` request,
+/// the answer its `mcp_response`.
+#[derive(Debug)]
+pub(super) struct SdkMcp(pub(super) mpsc::Sender<SdkCall>);
+
+impl ClientMcp for SdkMcp {
+    fn send(&self, server: &str, message: serde_json::Value) -> ClientMcpFuture {
+        let request = OutControl::McpMessage { server_name: server.to_owned(), message };
         let tx = self.0.clone();
         Box::pin(async move {
-            tx.send(call).await.map_err(|_| "the SDK is gone".to_owned())?;
-            answer.await.map_err(|_| "the SDK is gone".to_owned())?
+            let mut answer = ask_sdk(tx, request).await?;
+            match answer.get_mut("mcp_response").map(serde_json::Value::take) {
+                Some(response) => Ok(response),
+                None => Err("the SDK's answer holds no mcp_response".to_owned()),
+            }
         })
     }
 }

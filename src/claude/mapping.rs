@@ -70,9 +70,12 @@ pub fn pirn_rule(rule: &str) -> Option<String> {
 }
 
 /// `mcpServers` entries (Claude Code's config: `type` stdio, http, sse or
-/// sdk) as pirn's server configs. SSE and in-process SDK servers are
+/// sdk) as pirn's server configs, and the names of the SDK's in-process
+/// servers (`sdk`, reached through the control protocol). SSE servers are
 /// refused: pirn speaks stdio and Streamable HTTP.
-pub fn mcp_servers(servers: &serde_json::Map<String, serde_json::Value>) -> Result<Vec<McpServerConfig>, String> {
+pub fn mcp_servers(
+    servers: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(Vec<McpServerConfig>, Vec<String>), String> {
     let strings = |v: Option<&serde_json::Value>| -> std::collections::BTreeMap<String, String> {
         v.and_then(|m| m.as_object())
             .into_iter()
@@ -81,9 +84,11 @@ pub fn mcp_servers(servers: &serde_json::Map<String, serde_json::Value>) -> Resu
             .collect()
     };
     let mut out = Vec::new();
+    let mut hosted = Vec::new();
     for (name, s) in servers {
         let kind = s.get("type").and_then(|t| t.as_str()).unwrap_or("stdio");
         match kind {
+            "sdk" => hosted.push(name.clone()),
             "stdio" => out.push(McpServerConfig {
                 name: name.clone(),
                 command: Some(
@@ -107,10 +112,10 @@ pub fn mcp_servers(servers: &serde_json::Map<String, serde_json::Value>) -> Resu
             }),
             other => {
                 return Err(format!(
-                    "MCP server {name}: type {other} is not supported by pirn (it speaks stdio and http servers)"
+                    "MCP server {name}: type {other} is not supported by pirn (it speaks stdio, http and sdk servers)"
                 ));
             }
         }
     }
-    Ok(out)
+    Ok((out, hosted))
 }

@@ -7,7 +7,8 @@
 //! stream-json ([`wire::Out`], built by [`translate`]) — and the control
 //! protocol (`initialize`, `interrupt`, `set_permission_mode`,
 //! `set_model`, `mcp_status`; `can_use_tool` asked of the SDK, and its hook
-//! callbacks called as `hook_callback`, see [`SdkHooks`]). Behind it
+//! callbacks called as `hook_callback`, see [`SdkHooks`]; its in-process
+//! MCP servers reached with `mcp_message`, see [`SdkMcp`]). Behind it
 //! is one pirn [`Session`], opened as every transport opens one (protocol
 //! 0.3.0, the store, approval, MCP servers); there is no second agent
 //! loop. The mapping is written down in protocol/claude-code.md.
@@ -30,7 +31,7 @@ use tokio::sync::mpsc;
 
 use args::{ArgsError, InputFormat, OutputFormat};
 pub use args::{ClaudeArgs, is_claude_invocation};
-use control::{HookCall, SdkHooks};
+use control::{SdkCall, SdkHooks, SdkMcp};
 use input::{In, Input, read_stdin};
 use setup::Setup;
 use translate::Turn;
@@ -92,7 +93,7 @@ pub async fn main(argv: Vec<String>) -> i32 {
         }
     }
     let (tx, rx) = mpsc::channel(64);
-    let (hook_tx, hook_rx) = mpsc::channel(16);
+    let (sdk_tx, sdk_rx) = mpsc::channel(16);
     match args.input_format {
         InputFormat::Text => {
             let prompt = match args.prompt.clone() {
@@ -131,11 +132,14 @@ pub async fn main(argv: Vec<String>) -> i32 {
         replay: args.replay_user_messages,
         last: None,
         last_code: 0,
-        hook_tx,
-        hook_calls: HashMap::new(),
-        hook_seq: 0,
+        sdk_tx,
+        sdk_calls: HashMap::new(),
+        sdk_seq: 0,
+        want_open: false,
+        waiting: Vec::new(),
+        init_answer: None,
     };
-    surface.run(rx, hook_rx, args.input_format).await
+    surface.run(rx, sdk_rx, args.input_format).await
 }
 
 /// The process's state.
@@ -158,11 +162,35 @@ struct Surface {
     replay: bool,
     last: Option<ResultMsg>,
     last_code: i32,
-    /// Where the session's hook callback calls arrive (see [`SdkHooks`]).
-    hook_tx: mpsc::Sender<HookCall>,
-    /// `hook_callback` requests sent: control request id → the reply.
-    hook_calls: HashMap<String, tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>>,
-    hook_seq: u64,
+    /// Where the session's calls into the SDK arrive (see [`SdkHooks`],
+    /// [`SdkMcp`]).
+    sdk_tx: mpsc::Sender<SdkCall>,
+    /// Control requests of those calls sent: their id → the reply.
+    sdk_calls: HashMap<String, tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>>,
+    sdk_seq: u64,
+    /// The session is to be opened (by the loop, which keeps serving the
+    /// SDK meanwhile: its in-process MCP servers answer over stdin).
+    want_open: bool,
+    /// Prompts that came before the session was open, in order.
+    waiting: Vec<String>,
+    /// `initialize`'s request id and answer, sent once the session opened.
+    init_answer: Option<(String, serde_json::Value)>,
+}
+
+/// A session being opened: it, and its outbox.
+type Opening =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(Session, mpsc::Receiver<OutgoingMessage>), String>>>>;
+
+/// The end of an opening (pending when none is under way).
+async fn opened(opening: &mut Option<Opening>) -> Result<(Session, mpsc::Receiver<OutgoingMessage>), String> {
+    match opening {
+        Some(f) => {
+            let done = f.as_mut().await;
+            *opening = None;
+            done
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// The next message of a session's outbox (pending before one opened).
@@ -177,31 +205,56 @@ impl Surface {
     async fn run(
         mut self,
         mut rx: mpsc::Receiver<Input>,
-        mut hooks: mpsc::Receiver<HookCall>,
+        mut calls: mpsc::Receiver<SdkCall>,
         input: InputFormat,
     ) -> i32 {
         let mut events: Option<mpsc::Receiver<OutgoingMessage>> = None;
+        let mut opening: Option<Opening> = None;
         let mut stdin_open = true;
         let mut signals = crate::transport::signal::shutdown_signal();
         let mut stopping = false;
         loop {
-            if !stdin_open && self.turns.is_empty() {
+            if self.want_open && opening.is_none() && self.session.is_none() {
+                opening = Some(self.open());
+            }
+            self.want_open = false;
+            if !stdin_open && self.turns.is_empty() && opening.is_none() && self.waiting.is_empty() {
                 break;
             }
             tokio::select! {
                 line = rx.recv(), if stdin_open => match line {
                     None => stdin_open = false,
-                    Some(line) => match self.input(line).await {
-                        Ok(Some(opened)) => events = Some(opened),
-                        Ok(None) => {}
-                        Err(code) => return code,
-                    },
+                    Some(line) => {
+                        if let Err(code) = self.input(line).await {
+                            return code;
+                        }
+                    }
+                },
+                done = opened(&mut opening) => match done {
+                    Ok((session, outbox)) => {
+                        events = Some(outbox);
+                        self.session = Some(session);
+                        if let Some((id, answer)) = self.init_answer.take() {
+                            self.respond(id, Ok(answer));
+                        }
+                        for text in std::mem::take(&mut self.waiting) {
+                            if let Err(code) = self.prompt(text).await {
+                                return code;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        if let Some((id, _)) = self.init_answer.take() {
+                            self.respond(id, Err(e));
+                        }
+                        return 2;
+                    }
                 },
                 msg = next(&mut events) => match msg {
                     Some(msg) => self.outgoing(msg),
                     None => break,
                 },
-                Some(call) = hooks.recv() => self.call_hook(call),
+                Some(call) = calls.recv() => self.call_sdk(call),
                 _ = signals.recv(), if !stopping => {
                     stopping = true;
                     stdin_open = false;
@@ -249,32 +302,34 @@ impl Surface {
         }
     }
 
-    /// Opens the session (once); returns its outbox. Errors are written to
-    /// stderr; the process then exits 2.
+    /// The opening of the session (the loop polls it; see `want_open`).
+    /// An error is written to stderr; the process then exits 2.
     #[allow(clippy::print_stderr)]
-    async fn open(&mut self) -> Result<mpsc::Receiver<OutgoingMessage>, String> {
+    fn open(&mut self) -> Opening {
         let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let config = self.setup.init_config();
-        let runner: std::sync::Arc<dyn ClientHooks> = std::sync::Arc::new(SdkHooks(self.hook_tx.clone()));
-        let client = ClientSide { files: None, hooks: self.setup.callbacks.clone().map(|table| (table, runner)) };
-        let opened =
-            Session::open_with_client(Some(PROTOCOL_VERSION), &config, &self.env, Limits::default(), outbox, client)
-                .await;
-        match opened {
-            Ok(s) => {
-                self.session = Some(s);
-                Ok(rx)
+        let runner: std::sync::Arc<dyn ClientHooks> = std::sync::Arc::new(SdkHooks(self.sdk_tx.clone()));
+        let mcp = (!self.setup.sdk_mcp.is_empty()).then(|| crate::mcp::bridge::ClientServers {
+            names: self.setup.sdk_mcp.clone(),
+            client: std::sync::Arc::new(SdkMcp(self.sdk_tx.clone())),
+        });
+        let hooks = self.setup.callbacks.clone().map(|table| (table, runner));
+        let client = ClientSide { files: None, hooks, mcp };
+        let env = self.env.clone();
+        Box::pin(async move {
+            let version = Some(PROTOCOL_VERSION);
+            match Session::open_with_client(version, &config, &env, Limits::default(), outbox, client).await {
+                Ok(s) => Ok((s, rx)),
+                Err(e) => {
+                    eprintln!("pirn: {e}");
+                    Err(e.to_string())
+                }
             }
-            Err(e) => {
-                eprintln!("pirn: {e}");
-                Err(e.to_string())
-            }
-        }
+        })
     }
 
-    /// One line of input. `Ok(Some(rx))`: the session opened; `Err(code)`:
-    /// the process must exit.
-    async fn input(&mut self, input: Input) -> Result<Option<mpsc::Receiver<OutgoingMessage>>, i32> {
+    /// One line of input. `Err(code)`: the process must exit.
+    async fn input(&mut self, input: Input) -> Result<(), i32> {
         match input {
             Input::Bad(why) => {
                 tracing::warn!("stdin: not a stream-json message pirn reads: {why}");
@@ -282,11 +337,11 @@ impl Surface {
                 {
                     eprintln!("pirn: ignored a stdin line that is not a stream-json message: {why}");
                 }
-                Ok(None)
+                Ok(())
             }
             Input::BadControl { request_id, why } => {
                 self.respond(request_id, Err(format!("pirn cannot read this control request: {why}")));
-                Ok(None)
+                Ok(())
             }
             Input::Prompt(text) => self.prompt(text).await,
             Input::Line(line) => match *line {
@@ -295,7 +350,7 @@ impl Surface {
                         Ok(t) => t,
                         Err(why) => {
                             self.refuse_turn(why);
-                            return Ok(None);
+                            return Ok(());
                         }
                     };
                     self.prompt(text).await
@@ -303,20 +358,21 @@ impl Surface {
                 In::ControlRequest { request_id, request } => self.control(request_id, request).await,
                 In::ControlResponse { response } => {
                     self.answered(response);
-                    Ok(None)
+                    Ok(())
                 }
-                In::ControlCancelRequest {} | In::KeepAlive {} => Ok(None),
+                In::ControlCancelRequest {} | In::KeepAlive {} => Ok(()),
             },
         }
     }
 
-    /// Starts a turn with `text`, opening the session first if needed.
-    async fn prompt(&mut self, text: String) -> Result<Option<mpsc::Receiver<OutgoingMessage>>, i32> {
-        let opened = match self.session {
-            Some(_) => None,
-            None => Some(self.open().await.map_err(|_| 2)?),
+    /// Starts a turn with `text`; before the session is open, the prompt
+    /// waits for it (and asks for it to be opened).
+    async fn prompt(&mut self, text: String) -> Result<(), i32> {
+        let Some(session) = self.session.clone() else {
+            self.want_open = true;
+            self.waiting.push(text);
+            return Ok(());
         };
-        let Some(session) = self.session.clone() else { return Err(2) };
         self.sends += 1;
         // The user message's uuid: what `rewind_files` names.
         let id = uuid::Uuid::new_v4().to_string();
@@ -337,7 +393,7 @@ impl Surface {
             }
             Err(e) => self.refuse_turn(e.to_string()),
         }
-        Ok(opened)
+        Ok(())
     }
 
     /// Ends a turn that could not start with an error result.

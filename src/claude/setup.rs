@@ -26,6 +26,8 @@ pub struct Setup {
     pub mode: ApprovalMode,
     pub rules: PermissionRules,
     pub mcp: Vec<McpServerConfig>,
+    /// The SDK's in-process MCP servers (`type: "sdk"`), by name.
+    pub sdk_mcp: Vec<String>,
     pub max_turns: Option<u32>,
     /// The SDK answers permission requests (`--permission-prompt-tool stdio`).
     pub ask_sdk: bool,
@@ -62,6 +64,7 @@ pub struct Setup {
 impl Setup {
     /// The setup the command line asks for (errors: exit 2).
     pub fn from_args(a: &ClaudeArgs) -> Result<Setup, ArgsError> {
+        let (mcp, sdk_mcp) = a.mcp_servers()?;
         let json_schema = match &a.json_schema {
             None => None,
             Some(s) => {
@@ -82,7 +85,8 @@ impl Setup {
             plan_tool: a.plan_tool(),
             mode: a.approval_mode()?,
             rules: a.permission_rules(),
-            mcp: a.mcp_servers()?,
+            mcp,
+            sdk_mcp,
             max_turns: a.max_turns,
             ask_sdk: a.permission_prompt_tool.as_deref() == Some("stdio"),
             json_schema,
@@ -102,7 +106,7 @@ impl Setup {
     }
 
     /// Takes what `initialize` adds. Errors name what pirn cannot honour
-    /// (subagents, in-process SDK MCP servers, callbacks for events pirn
+    /// (subagents, callbacks for events pirn
     /// never fires): the SDK then fails the connection rather than running
     /// without them.
     pub fn apply(&mut self, init: &InitializeIn) -> Result<(), String> {
@@ -115,8 +119,10 @@ impl Setup {
         if present(&init.agents) {
             return Err("subagents (agents) are not supported by pirn".into());
         }
-        if init.sdk_mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) {
-            return Err("in-process SDK MCP servers are not supported by pirn (use stdio or http servers)".into());
+        for name in init.sdk_mcp_servers.iter().flatten() {
+            if !self.sdk_mcp.contains(name) {
+                self.sdk_mcp.push(name.clone());
+            }
         }
         if let Some(schema) = &init.json_schema {
             self.json_schema = Some(schema.clone());
@@ -128,7 +134,9 @@ impl Setup {
             self.append_system_prompt = Some(p);
         }
         if let Some(servers) = &init.mcp_servers {
-            self.mcp.extend(mcp_servers(servers)?);
+            let (servers, hosted) = mcp_servers(servers)?;
+            self.mcp.extend(servers);
+            self.sdk_mcp.extend(hosted);
         }
         Ok(())
     }
@@ -141,7 +149,8 @@ impl Setup {
             system.push_str(more);
         }
         let mut tools = self.tools.clone();
-        tools.extend(self.mcp.iter().map(|s| format!("{}{}__*", crate::mcp::client::PREFIX, s.name)));
+        let servers = self.mcp.iter().map(|s| &s.name).chain(&self.sdk_mcp);
+        tools.extend(servers.map(|name| format!("{}{name}__*", crate::mcp::client::PREFIX)));
         let rules = self.rules.clone();
         let has_rules = !rules.allow.is_empty() || !rules.deny.is_empty() || !rules.ask.is_empty();
         InitConfig {

@@ -269,6 +269,9 @@ pub enum OutControl {
         #[serde(skip_serializing_if = "Option::is_none")]
         tool_use_id: Option<String>,
     },
+    /// Carries one JSON-RPC message to one of the SDK's in-process MCP
+    /// servers; the answer's `mcp_response` is the server's reply.
+    McpMessage { server_name: String, message: Value },
 }
 
 /// The `response` of a `control_response` pirn writes.

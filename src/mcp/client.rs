@@ -83,8 +83,11 @@ impl McpTools {
     /// Starts every server (one after the other), lists its tools and keeps
     /// those `enabled` names (exact names or globs). `plan` hides tools not
     /// marked read-only. Errors name the server and what failed.
+    /// `hosted`: servers in the client's process (see [`super::bridge`]),
+    /// started after `configs`.
     pub async fn start(
         configs: &[McpServerConfig],
+        hosted: Option<&super::bridge::ClientServers>,
         enabled: &[String],
         workspace: &Path,
         plan: bool,
@@ -96,13 +99,26 @@ impl McpTools {
         }
         let patterns = patterns.build().map_err(|e| McpError::Config(e.to_string()))?;
         let mut out = McpTools { servers: Vec::new(), tools: BTreeMap::new() };
-        for config in configs {
-            check_name(&config.name)?;
-            if out.servers.iter().any(|s| s.name == config.name) {
-                return Err(McpError::Config(format!("two servers are named {:?}", config.name)));
+        let hosted_names = hosted.map(|h| &h.names[..]).unwrap_or_default();
+        let sources = configs.iter().map(Ok).chain(hosted_names.iter().map(Err));
+        for source in sources {
+            let name = match source {
+                Ok(config) => &config.name,
+                Err(name) => name,
+            };
+            check_name(name)?;
+            if out.servers.iter().any(|s| s.name == *name) {
+                return Err(McpError::Config(format!("two servers are named {name:?}")));
             }
-            let fail = |reason: String| McpError::Server { server: config.name.clone(), reason };
-            let server = tokio::time::timeout(START_TIMEOUT, connect(config, workspace, children))
+            let fail = |reason: String| McpError::Server { server: name.clone(), reason };
+            let connecting = async {
+                match (source, hosted) {
+                    (Ok(config), _) => connect(config, workspace, children).await,
+                    (Err(name), Some(h)) => connect_hosted(name, h).await,
+                    (Err(_), None) => Err("no client hosts it".to_owned()),
+                }
+            };
+            let server = tokio::time::timeout(START_TIMEOUT, connecting)
                 .await
                 .map_err(|_| fail(format!("no answer within {} s", START_TIMEOUT.as_secs())))?
                 .map_err(fail)?;
@@ -115,7 +131,7 @@ impl McpTools {
             let index = out.servers.len();
             out.servers.push(server);
             for tool in listed {
-                let name = model_name(&config.name, &tool.name);
+                let name = model_name(name, &tool.name);
                 let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false);
                 if !patterns.is_match(&name) || (plan && !read_only) {
                     continue;
@@ -342,6 +358,13 @@ async fn connect(
         }
         _ => Err("give either command (stdio) or url (Streamable HTTP)".into()),
     }
+}
+
+/// Reaches server `name` of the client that hosts it.
+async fn connect_hosted(name: &str, hosted: &super::bridge::ClientServers) -> Result<Server, String> {
+    let transport = super::bridge::Bridge::new(name, hosted.client.clone());
+    let service = ().serve(transport).await.map_err(|e| format!("initialize (in the client): {e}"))?;
+    Ok(Server { name: name.to_owned(), service, group: None, timeout: CALL_TIMEOUT })
 }
 
 /// Bytes of a stdio server's stderr kept for an init error.

@@ -87,7 +87,7 @@ impl Session {
         outbox: Outbox,
         files: Option<Arc<dyn crate::tools::client_files::ClientFiles>>,
     ) -> Result<Session, OpenError> {
-        let client = ClientSide { files, hooks: None };
+        let client = ClientSide { files, ..ClientSide::default() };
         Session::open_with_client(protocol_version, config, env, limits, outbox, client).await
     }
 
@@ -123,17 +123,20 @@ impl Session {
         version: wire::ProtocolVersion,
     ) -> Result<Session, OpenError> {
         let mut config = SessionConfig::new(init, env, limits, version)?;
-        config.client_files = client.files;
+        config.client_files = client.files.clone();
         if let Some((table, runner)) = client.hooks.filter(|(t, _)| !t.is_empty()) {
             let hooks = config.hooks.take().map(|h| (*h).clone()).unwrap_or_default();
             let hooks = hooks.with_callbacks(&table, runner).map_err(ConfigError::Hooks)?;
             config.hooks = Some(Arc::new(hooks));
         }
         config.worktree = worktree;
-        if let Some(servers) = init.mcp_servers.as_ref().filter(|s| !s.is_empty()) {
+        let servers = init.mcp_servers.as_deref().unwrap_or_default();
+        let hosted = client.mcp.as_ref().filter(|h| !h.names.is_empty());
+        if !servers.is_empty() || hosted.is_some() {
             let plan = config.policy.mode == crate::wire::ApprovalMode::Plan;
             let children = (&*config.sandbox, &config.env_passthrough[..]);
-            let started = McpTools::start(servers, &config.mcp_patterns, &config.workspace, plan, children).await;
+            let (patterns, workspace) = (&config.mcp_patterns, &config.workspace);
+            let started = McpTools::start(servers, hosted, patterns, workspace, plan, children).await;
             config.mcp = Some(Arc::new(started.map_err(ConfigError::from)?));
         }
         let messages = Arc::new(AtomicU64::new(0));
@@ -184,6 +187,9 @@ pub struct ClientSide {
     /// surface: `hook_callback` control requests), run beside
     /// `config.hooks` (see [`crate::hooks::callback`]).
     pub hooks: Option<(crate::hooks::callback::CallbackTable, Arc<dyn crate::hooks::callback::ClientHooks>)>,
+    /// MCP servers it hosts (the Claude SDKs' in-process servers:
+    /// `mcp_message` control requests), beside `config.mcp_servers`.
+    pub mcp: Option<crate::mcp::bridge::ClientServers>,
 }
 
 /// `init` as the session runs it: when it asks for a worktree (see

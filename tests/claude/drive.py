@@ -12,6 +12,8 @@ arrives), each step's messages up to its ResultMessage are one turn; {"op": "rew
 "turn": i} calls rewind_files() with the uuid of turn i's replayed UserMessage (the
 options need extra_args {"replay-user-messages": null}) and is a turn of one message,
 {"kind": "Rewound", "uuid"} or {"kind": "RewindError", "error"}.
+"sdk_tools": {server: [{"name", "description", "sleep_s"?}]} defines in-process MCP tools
+(create_sdk_mcp_server) taking {"a": int, "b": int} and answering "sum=<a+b>" (after "sleep_s").
 "hooks": {event: [{"matcher", "timeout"?, "answer": hook output, "sleep_s"?, "raise"?}]}
 registers hook callbacks (options.hooks) that record their input in the report's
 "hooked" and return "answer" (after "sleep_s"; or raise "raise").
@@ -28,6 +30,8 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     HookMatcher,
+    create_sdk_mcp_server,
+    tool,
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
@@ -58,6 +62,20 @@ async def main():
             return PermissionResultAllow()
 
         options["can_use_tool"] = can_use_tool
+    if "sdk_tools" in script:
+        def make(spec):
+            @tool(spec["name"], spec.get("description", "adds two integers"), {"a": int, "b": int})
+            async def run(args):
+                if spec.get("sleep_s"):
+                    await asyncio.sleep(spec["sleep_s"])
+                asked.append({"tool": spec["name"], "input": args})
+                return {"content": [{"type": "text", "text": f"sum={args['a'] + args['b']}"}]}
+            return run
+
+        servers = dict(options.get("mcp_servers") or {})
+        for server, tools in script["sdk_tools"].items():
+            servers[server] = create_sdk_mcp_server(name=server, version="1.0.0", tools=[make(t) for t in tools])
+        options["mcp_servers"] = servers
     hooked = []
     if "hooks" in script:
         def callback(event, spec):

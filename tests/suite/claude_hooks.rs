@@ -106,3 +106,32 @@ async fn a_pre_tool_use_callback_that_fails_or_is_too_slow_denies_the_call() {
         assert!(told.contains("could not decide") && told.contains(why), "{told}");
     }
 }
+
+#[tokio::test]
+async fn an_in_process_sdk_tool_is_offered_called_and_its_result_read_by_the_model() {
+    let mock = MockServer::start(vec![
+        Reply::tool("mcp__calc__add", json!({"a": 2, "b": 40})),
+        Reply::text(&["The sum is 42."]),
+    ])
+    .await;
+    let ws = workspace(&[]);
+    let script = json!({"cwd": ws.path(), "options": {"permission_mode": "bypassPermissions"},
+        "sdk_tools": {"calc": [{"name": "add", "description": "adds two integers"}]},
+        "steps": [{"op": "query", "text": "What is 2 + 40?"}]});
+    let r = python(&mock, script).await;
+    if r.is_null() {
+        return;
+    }
+    let reqs = mock.requests();
+    let offered: Vec<&str> =
+        reqs[0].body["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert!(offered.contains(&"mcp__calc__add"), "{offered:?}");
+    let spec = reqs[0].body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "mcp__calc__add");
+    assert_eq!(spec.unwrap()["function"]["description"], "adds two integers");
+    // The SDK's function ran with the model's arguments; the model read its answer.
+    assert_eq!(r["asked"], json!([{"tool": "add", "input": {"a": 2, "b": 40}}]), "{r}");
+    assert_eq!(last_tool_text(&reqs[1].body), "sum=42");
+    let t = turn(&r, 0);
+    assert_eq!(t[0]["data"]["mcp_servers"], json!([{"name": "calc", "status": "connected"}]), "{}", t[0]);
+    assert_eq!(result(&t)["result"], "The sum is 42.");
+}
