@@ -7,8 +7,8 @@
 //! stream-json ([`wire::Out`], built by [`translate`]) — and the control
 //! protocol (`initialize`, `interrupt`, `set_permission_mode`,
 //! `set_model`, `mcp_status`; `can_use_tool` asked of the SDK, and its hook
-//! callbacks called as `hook_callback`, see [`SdkHooks`]; its in-process
-//! MCP servers reached with `mcp_message`, see [`SdkMcp`]). Behind it
+//! callbacks called as `hook_callback`, see [`control::SdkHooks`]; its in-process
+//! MCP servers reached with `mcp_message`, see [`control::SdkMcp`]). Behind it
 //! is one pirn [`Session`], opened as every transport opens one (protocol
 //! 0.3.0, the store, approval, MCP servers); there is no second agent
 //! loop. The mapping is written down in protocol/claude-code.md.
@@ -21,6 +21,7 @@ mod checkpoints;
 mod control;
 pub mod input;
 pub mod mapping;
+mod open;
 mod setup;
 mod translate;
 pub mod wire;
@@ -31,17 +32,16 @@ use tokio::sync::mpsc;
 
 use args::{ArgsError, InputFormat, OutputFormat};
 pub use args::{ClaudeArgs, is_claude_invocation};
-use control::{SdkCall, SdkHooks, SdkMcp};
+use control::SdkCall;
 use input::{In, Input, read_stdin};
+use open::{Opening, opened};
 use setup::Setup;
 use translate::Turn;
 use wire::{Out, ResultMsg};
 
-use crate::config::Limits;
 use crate::environment::Environment;
-use crate::hooks::callback::ClientHooks;
-use crate::session::{ClientSide, Ending, OUTBOX_CAPACITY, Session};
-use crate::wire::{OutgoingMessage, PROTOCOL_VERSION, SendOptions};
+use crate::session::{Ending, Session};
+use crate::wire::{OutgoingMessage, SendOptions};
 
 /// The version of Claude Code's surface pirn implements, reported as
 /// `claude_code_version` (the SDKs compare it with their minimum, 2.0.0).
@@ -162,8 +162,8 @@ struct Surface {
     replay: bool,
     last: Option<ResultMsg>,
     last_code: i32,
-    /// Where the session's calls into the SDK arrive (see [`SdkHooks`],
-    /// [`SdkMcp`]).
+    /// Where the session's calls into the SDK arrive (see [`control::SdkHooks`],
+    /// [`control::SdkMcp`]).
     sdk_tx: mpsc::Sender<SdkCall>,
     /// Control requests of those calls sent: their id → the reply.
     sdk_calls: HashMap<String, tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>>,
@@ -175,22 +175,6 @@ struct Surface {
     waiting: Vec<String>,
     /// `initialize`'s request id and answer, sent once the session opened.
     init_answer: Option<(String, serde_json::Value)>,
-}
-
-/// A session being opened: it, and its outbox.
-type Opening =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(Session, mpsc::Receiver<OutgoingMessage>), String>>>>;
-
-/// The end of an opening (pending when none is under way).
-async fn opened(opening: &mut Option<Opening>) -> Result<(Session, mpsc::Receiver<OutgoingMessage>), String> {
-    match opening {
-        Some(f) => {
-            let done = f.as_mut().await;
-            *opening = None;
-            done
-        }
-        None => std::future::pending().await,
-    }
 }
 
 /// The next message of a session's outbox (pending before one opened).
@@ -300,32 +284,6 @@ impl Surface {
         if self.output == OutputFormat::StreamJson || control {
             write_line(msg);
         }
-    }
-
-    /// The opening of the session (the loop polls it; see `want_open`).
-    /// An error is written to stderr; the process then exits 2.
-    #[allow(clippy::print_stderr)]
-    fn open(&mut self) -> Opening {
-        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
-        let config = self.setup.init_config();
-        let runner: std::sync::Arc<dyn ClientHooks> = std::sync::Arc::new(SdkHooks(self.sdk_tx.clone()));
-        let mcp = (!self.setup.sdk_mcp.is_empty()).then(|| crate::mcp::bridge::ClientServers {
-            names: self.setup.sdk_mcp.clone(),
-            client: std::sync::Arc::new(SdkMcp(self.sdk_tx.clone())),
-        });
-        let hooks = self.setup.callbacks.clone().map(|table| (table, runner));
-        let client = ClientSide { files: None, hooks, mcp };
-        let env = self.env.clone();
-        Box::pin(async move {
-            let version = Some(PROTOCOL_VERSION);
-            match Session::open_with_client(version, &config, &env, Limits::default(), outbox, client).await {
-                Ok(s) => Ok((s, rx)),
-                Err(e) => {
-                    eprintln!("pirn: {e}");
-                    Err(e.to_string())
-                }
-            }
-        })
     }
 
     /// One line of input. `Err(code)`: the process must exit.
