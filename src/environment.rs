@@ -75,6 +75,10 @@ pub struct Environment {
     /// `PIRN_MODEL_SETTINGS`: the user's model-settings file (else
     /// `$PIRN_HOME/model-settings.json` when it exists).
     pub model_settings: Option<PathBuf>,
+    /// `PIRN_ENV_PASSTHROUGH`: names (comma- or space-separated) of
+    /// variables every session's children get beyond the allowlist, with
+    /// `config.env_passthrough`'s (how an SDK's `env` option reaches bash).
+    pub env_passthrough: Vec<String>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -126,6 +130,9 @@ impl Environment {
             write_check: var("PIRN_WRITE_CHECK"),
             profile: var("PIRN_PROFILE"),
             model_settings: var("PIRN_MODEL_SETTINGS").map(PathBuf::from),
+            env_passthrough: var("PIRN_ENV_PASSTHROUGH")
+                .map(|v| v.split([',', ' ']).filter(|n| !n.is_empty()).map(str::to_owned).collect())
+                .unwrap_or_default(),
         }
     }
 

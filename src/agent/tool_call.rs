@@ -7,7 +7,9 @@
 //! the operator's `PreToolUse` / `PostToolUse` hooks run (see
 //! [`crate::hooks`]): a hook's deny means the call does not run and the
 //! model reads why; its `allow` skips the policy's ask (not its deny), its
-//! `ask` asks; the hooks' context follows the result.
+//! `ask` asks; its `updatedInput` becomes the call's arguments from there
+//! on (approval, the run, the record), and the model is told; the hooks'
+//! context follows the result.
 
 use serde_json::Value;
 
@@ -54,6 +56,21 @@ pub async fn run(
     cx.emit
         .emit(Event::ToolStart { name: call.name.clone(), args: args.clone(), call_id: Some(call.id.clone()) })
         .await;
+    stats.begin_tool();
+    let span = cx.emit.trace().map_or_else(ToolSpan::none, |t| t.tool(&call.name, &call.id));
+    let mut hook = match &parsed {
+        Ok(_) if cx.held.is_some() => hooks::Verdict::default(),
+        Ok(args) => hooks::pre_tool_use(cx.config, cx.emit, &call.id, &call.name, args).await,
+        Err(_) => hooks::Verdict::default(),
+    };
+    // An operator's hook may give the call other arguments (`updatedInput`):
+    // from here on they are the call's, for approval, the run and the record.
+    let rewritten = hook.updated_input.take().filter(|input| parsed.as_ref().ok() != Some(input));
+    let changed = rewritten.is_some();
+    let (parsed, arguments, args) = match rewritten {
+        Some(input) => (Ok(input.clone()), input.to_string(), input),
+        None => (parsed, call.arguments.clone(), args),
+    };
     // The file a write or edit may change, as it stands now (for tool_end.diff).
     // Only a 0.3.0 session carries it: 0.2.0's shape drops the field.
     let wants_diff = cx.config.version >= crate::wire::ProtocolVersion::V0_3;
@@ -64,14 +81,7 @@ pub async fn run(
         }
         _ => None,
     };
-    stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args });
-    stats.begin_tool();
-    let span = cx.emit.trace().map_or_else(ToolSpan::none, |t| t.tool(&call.name, &call.id));
-    let hook = match &parsed {
-        Ok(_) if cx.held.is_some() => hooks::Verdict::default(),
-        Ok(args) => hooks::pre_tool_use(cx.config, cx.emit, &call.id, &call.name, args).await,
-        Err(_) => hooks::Verdict::default(),
-    };
+    stats.tool_calls_made.push(ToolCallMade { name: call.name.clone(), args: args.clone() });
     let (output, outcome) = match &parsed {
         Err(e) => {
             let text = format!("the arguments of this {} call are not valid JSON ({e}); send a JSON object", call.name);
@@ -88,16 +98,16 @@ pub async fn run(
             Ok(()) => {
                 let output = match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
                     Some(mcp) => {
-                        let out = mcp.call(&call.name, &call.arguments, &cx.tools.cancel).await;
+                        let out = mcp.call(&call.name, &arguments, &cx.tools.cancel).await;
                         ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), ..out }
                     }
                     None if call.name == tools::todo::NAME && cx.config.plan_tool => {
-                        update_plan(cx, conv, &call.arguments).await
+                        update_plan(cx, conv, &arguments).await
                     }
                     None if call.name == "bash" && cx.config.version >= crate::wire::ProtocolVersion::V0_3 => {
-                        watched(cx, &call.id, &call.arguments).await
+                        watched(cx, &call.id, &arguments).await
                     }
-                    None => tools::execute(&call.name, &call.arguments, &cx.config.tools, cx.tools).await,
+                    None => tools::execute(&call.name, &arguments, &cx.config.tools, cx.tools).await,
                 };
                 let outcome = CallOutcome::of(&output);
                 (output, outcome)
@@ -134,6 +144,10 @@ pub async fn run(
     // What the hooks add for the model: PreToolUse's context, then (when
     // the call ran) PostToolUse's block reason and context.
     let mut notes = vec![hook.context_text()];
+    if changed && hook.block.is_none() && hook.stop.is_none() {
+        tracing::info!(tool = %call.name, %arguments, "a PreToolUse hook changed the call's arguments");
+        notes.insert(0, Some(format!("a PreToolUse hook changed this call's arguments; it ran with {arguments}")));
+    }
     if let (Ok(args), None, None, None) = (&parsed, &hook.block, &hook.stop, &cx.held) {
         let post = hooks::post_tool_use(cx.config, cx.emit, &call.id, &call.name, args, &text, output.is_error).await;
         notes.extend([post.block.clone(), post.context_text()]);

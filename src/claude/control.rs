@@ -136,6 +136,12 @@ impl Surface {
                 if init.mcp_servers.is_some() {
                     answer["mcp_servers_applied"] = json!(true);
                 }
+                if init.hooks.is_some() {
+                    // The callbacks are registered with the session (and a
+                    // failed one blocks as its `onFailure` says).
+                    answer["hooks_applied"] = json!(true);
+                    answer["hook_on_failure_supported"] = json!(true);
+                }
                 self.init_answer = Some((request_id, answer));
                 Ok(())
             }
@@ -224,6 +230,9 @@ impl Surface {
         }
         self.sdk_seq += 1;
         let request_id = format!("pirn_call_{}", self.sdk_seq);
+        // Calls whose waiter gave up (a callback's timeout, a cancelled MCP
+        // call) are never answered by a silent SDK: forget them here.
+        self.sdk_calls.retain(|_, waiting| !waiting.is_closed());
         self.sdk_calls.insert(request_id.clone(), reply);
         self.emit(&Out::ControlRequest { request_id, request });
     }

@@ -10,7 +10,7 @@ use super::args::{ArgsError, ClaudeArgs};
 use super::input::InitializeIn;
 use super::mapping::mcp_servers;
 use crate::config::DEFAULT_SYSTEM_PROMPT;
-use crate::wire::{ApprovalMode, InitConfig, McpServerConfig, PermissionRules};
+use crate::wire::{ApprovalMode, InitConfig, InstructionSource, McpServerConfig, PermissionRules};
 
 /// Everything the session is opened with.
 #[derive(Debug, Clone)]
@@ -40,9 +40,8 @@ pub struct Setup {
     pub resume_at_message: Option<u64>,
     pub persist: bool,
     pub add_dirs: Vec<String>,
-    /// `--setting-sources` allows the user-level and the project
-    /// instruction files; pirn reads both (or neither, when it allows
-    /// neither).
+    /// `--setting-sources`: whether the user-level and the project
+    /// instruction files are read.
     pub instructions: (bool, bool),
     /// `--settings`: the operator's hooks.
     pub hooks: Option<crate::wire::HooksConfig>,
@@ -168,7 +167,12 @@ impl Setup {
             resume_at_message: self.resume_at_message.filter(|_| self.resume.is_some()),
             persist: (!self.persist).then_some(false),
             allowed_paths: Some(self.add_dirs.clone()).filter(|d| !d.is_empty()),
-            instruction_files: Some(self.instructions.0 || self.instructions.1),
+            instruction_sources: Some(
+                [(self.instructions.0, InstructionSource::User), (self.instructions.1, InstructionSource::Project)]
+                    .into_iter()
+                    .filter_map(|(on, s)| on.then_some(s))
+                    .collect(),
+            ),
             hooks: self.hooks.clone(),
             profile: self.profile.clone(),
             max_cost_usd: self.max_cost_usd,

@@ -163,7 +163,8 @@ pub struct SessionConfig {
     pub limits: Limits,
     /// The sandbox of `bash` and stdio MCP servers.
     pub sandbox: Arc<crate::sandbox::Sandbox>,
-    /// Extra environment names children get (`config.env_passthrough`).
+    /// Extra environment names children get (`config.env_passthrough`,
+    /// then `PIRN_ENV_PASSTHROUGH`'s).
     pub env_passthrough: Arc<[String]>,
     /// `config.verify_command` (see `agent::verify`).
     pub verify_command: Option<String>,
@@ -297,11 +298,7 @@ impl SessionConfig {
         let claim_check = config.claim_check.unwrap_or(profile.claim_check && version >= ProtocolVersion::V0_3);
         let endpoint = Endpoint::for_session(env, config.idle_timeout_ms, &workspace)?;
         let session_id = uuid::Uuid::new_v4().to_string();
-        let instructions = if config.instruction_files.unwrap_or(version >= ProtocolVersion::V0_3) {
-            crate::context::instructions::load(&workspace, Some(&env.home), true)
-        } else {
-            crate::context::instructions::Instructions::default()
-        };
+        let instructions = instructions_of(config, &workspace, &env.home, version)?;
         let edit_format = config.edit_format.unwrap_or_default();
         if config.plan_tool == Some(true) && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("plan_tool"));
@@ -379,7 +376,7 @@ impl SessionConfig {
             ),
             limits,
             sandbox: Arc::new(sandbox),
-            env_passthrough: Arc::from(config.env_passthrough.clone().unwrap_or_default()),
+            env_passthrough: config.env_passthrough.iter().flatten().chain(&env.env_passthrough).cloned().collect(),
             verify_command: config.verify_command.clone().filter(|c| !c.trim().is_empty()),
             verify_rounds: config.verify_rounds.unwrap_or(DEFAULT_VERIFY_ROUNDS),
             max_total_tokens: config.max_total_tokens,
@@ -443,3 +440,27 @@ impl SessionConfig {
 
 #[cfg(test)]
 mod tests;
+
+/// The instruction files `config` asks for (`instruction_sources`, else
+/// `instruction_files`, else on for 0.3.0), read.
+fn instructions_of(
+    config: &InitConfig,
+    workspace: &std::path::Path,
+    home: &std::path::Path,
+    version: ProtocolVersion,
+) -> Result<crate::context::instructions::Instructions, ConfigError> {
+    use crate::wire::InstructionSource;
+    let (user, project) = match &config.instruction_sources {
+        Some(_) if version < ProtocolVersion::V0_3 => return Err(ConfigError::NeedsV0_3("instruction_sources")),
+        Some(_) if config.instruction_files == Some(true) => return Err(ConfigError::InstructionConflict),
+        Some(list) => (list.contains(&InstructionSource::User), list.contains(&InstructionSource::Project)),
+        None => {
+            let on = config.instruction_files.unwrap_or(version >= ProtocolVersion::V0_3);
+            (on, on)
+        }
+    };
+    Ok(match (user, project) {
+        (false, false) => crate::context::instructions::Instructions::default(),
+        _ => crate::context::instructions::load(workspace, user.then_some(home), project),
+    })
+}

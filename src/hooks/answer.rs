@@ -15,10 +15,14 @@
 //! `decision: "approve" | "block"` is read as allow / deny);
 //! `hookSpecificOutput.permissionDecision` (`allow` | `deny` | `ask`) with
 //! `permissionDecisionReason` for `PreToolUse`;
-//! `hookSpecificOutput.additionalContext`. `updatedInput`,
-//! `suppressOutput` and `systemMessage` are not acted on.
+//! `hookSpecificOutput.additionalContext`;
+//! `hookSpecificOutput.updatedInput` (`PreToolUse`, with allow, ask or no
+//! decision: the call runs with these arguments instead, and the model is
+//! told; one that is not a JSON object blocks the call). `suppressOutput`
+//! and `systemMessage` are not acted on.
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::HookEvent;
 use super::process::{Exit, Ran};
@@ -46,6 +50,9 @@ pub struct Verdict {
     pub context: Vec<String>,
     /// `continue: false`: the `stopReason` (or a default text).
     pub stop: Option<String>,
+    /// `PreToolUse`: the arguments the call runs with instead of the
+    /// model's (`updatedInput`, a JSON object; the last hook's wins).
+    pub updated_input: Option<Value>,
 }
 
 impl Verdict {
@@ -61,6 +68,7 @@ impl Verdict {
         }
         self.context.extend(other.context);
         self.stop = self.stop.take().or(other.stop);
+        self.updated_input = other.updated_input.or(self.updated_input.take());
     }
 
     /// The context as one text, `None` when there is none.
@@ -87,6 +95,7 @@ struct Specific {
     permission_decision: Option<String>,
     permission_decision_reason: Option<String>,
     additional_context: Option<String>,
+    updated_input: Option<Value>,
 }
 
 /// How one run reads as a verdict, and the `hook_end` outcome word (`ok`,
@@ -136,6 +145,15 @@ pub fn read(event: HookEvent, ran: &Ran) -> (Verdict, &'static str) {
         (_, _, Some("block")) => v.block = Some(reason(o.reason, "blocked")),
         _ => {}
     }
+    match specific.updated_input {
+        Some(_) if event != HookEvent::PreToolUse || v.block.is_some() => {}
+        Some(Value::Null) | None => {}
+        Some(input @ Value::Object(_)) => v.updated_input = Some(input),
+        Some(other) => {
+            v.block =
+                Some(format!("a {} hook answered an updatedInput that is not a JSON object: {other}", event.name()));
+        }
+    }
     let outcome = if v.block.is_some() || v.stop.is_some() { "blocked" } else { "ok" };
     (v, outcome)
 }
@@ -166,6 +184,16 @@ mod tests {
         assert_eq!(read(HookEvent::PostToolUse, &ran(0, ctx, "")).0.context_text().as_deref(), Some("lint: ok"));
         assert_eq!(read(HookEvent::UserPromptSubmit, &ran(0, "today is Monday\n", "")).0.context, ["today is Monday"]);
         assert!(read(HookEvent::PostToolUse, &ran(0, "plain", "")).0.context.is_empty());
+        let rewrite = r#"{"hookSpecificOutput":{"permissionDecision":"allow","updatedInput":{"command":"ls -a"}}}"#;
+        let v = read(HookEvent::PreToolUse, &ran(0, rewrite, "")).0;
+        assert_eq!(
+            (v.permission, v.updated_input),
+            (Some(Permission::Allow), Some(serde_json::json!({"command": "ls -a"})))
+        );
+        let bad = r#"{"hookSpecificOutput":{"updatedInput":"ls -a"}}"#;
+        assert!(read(HookEvent::PreToolUse, &ran(0, bad, "")).0.block.is_some());
+        let denied = r#"{"hookSpecificOutput":{"permissionDecision":"deny","updatedInput":{"command":"ls"}}}"#;
+        assert_eq!(read(HookEvent::PreToolUse, &ran(0, denied, "")).0.updated_input, None);
         let halt = r#"{"continue":false,"stopReason":"enough"}"#;
         assert_eq!(read(HookEvent::PostToolUse, &ran(0, halt, "")).0.stop.as_deref(), Some("enough"));
     }

@@ -12,7 +12,12 @@
 //! Fail safe: a callback that errs, or does not answer within its timeout
 //! (default 60 s), denies the tool call when it is a `PreToolUse` hook (a
 //! check that could not run must not let the call through); for the other
-//! events the send goes on, as after a failed command hook.
+//! events the send goes on, as after a failed command hook. A matcher
+//! group's `onFailure` (the SDKs' option) overrides this: `"block"` (or
+//! any value other than `"continue"`, as Claude Code reads it) makes a
+//! failure block what the event guards (the tool call, the prompt, the
+//! compaction; never `Stop`), `"continue"` lets it go on, `PreToolUse`
+//! included ([`fails_closed`]).
 //!
 //! Trust: callbacks come only from the stdio parent (the SDK that spawned
 //! pirn); a repository cannot register one.
@@ -56,6 +61,45 @@ pub struct CallbackGroup {
     /// Seconds each may take (default 60).
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// What a failure does: `"continue"`, `"block"` (any other text reads
+    /// as `"block"`); absent: [`OnFailure::Default`].
+    #[serde(default)]
+    pub on_failure: Option<String>,
+}
+
+/// What a callback's failure (an error answer, or none within its
+/// timeout) does to what its event guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// pirn's default: `PreToolUse` blocks the call, other events go on.
+    Default,
+    /// The client asked to go on (`onFailure: "continue"`).
+    Continue,
+    /// The client asked to block (`onFailure: "block"`).
+    Block,
+}
+
+impl OnFailure {
+    /// Reads the SDK's `onFailure` text.
+    pub fn of(text: Option<&str>) -> OnFailure {
+        match text {
+            None => OnFailure::Default,
+            Some("continue") => OnFailure::Continue,
+            Some(_) => OnFailure::Block,
+        }
+    }
+}
+
+/// True when a failed callback of `event` blocks what the event guards.
+/// `Stop` never does (its block means "go on", the opposite of failing).
+pub fn fails_closed(event: HookEvent, on_failure: OnFailure) -> bool {
+    match (event, on_failure) {
+        (HookEvent::Stop | HookEvent::SessionEnd, _) => false,
+        (_, OnFailure::Block) => true,
+        (_, OnFailure::Continue) => false,
+        (HookEvent::PreToolUse, OnFailure::Default) => true,
+        (_, OnFailure::Default) => false,
+    }
 }
 
 /// The callbacks a client registered: event name (`PreToolUse`, …) → its
@@ -93,14 +137,19 @@ pub async fn run(client: &dyn ClientHooks, id: &str, input: &[u8], timeout: Dura
     Ran { exit, stdout, stderr: String::new(), elapsed: started.elapsed() }
 }
 
-/// The deny reason of a `PreToolUse` callback that did not answer.
-pub fn fail_safe_reason(id: &str, ran: &Ran) -> String {
+/// The block reason of a callback of `event` that did not answer.
+pub fn fail_safe_reason(event: HookEvent, id: &str, ran: &Ran) -> String {
     let why = match &ran.exit {
         Exit::TimedOut => format!("no answer within {:.0} s", ran.elapsed.as_secs_f64().ceil()),
         Exit::NotRun(why) => why.clone(),
         _ => "it failed".to_owned(),
     };
-    format!("denied: the client's PreToolUse hook callback {id} could not decide ({why}), so the call does not run")
+    let what = match event {
+        HookEvent::PreToolUse => "the call does not run",
+        HookEvent::UserPromptSubmit => "the prompt is refused",
+        _ => "it counts as a block",
+    };
+    format!("denied: the client's {} hook callback {id} could not decide ({why}), so {what}", event.name())
 }
 
 impl super::Hooks {
@@ -121,7 +170,12 @@ impl super::Hooks {
                 let commands: Vec<super::Command> = g
                     .hook_callback_ids
                     .iter()
-                    .map(|id| super::Command { line: id.clone(), timeout, callback: true })
+                    .map(|id| super::Command {
+                        line: id.clone(),
+                        timeout,
+                        callback: true,
+                        on_failure: OnFailure::of(g.on_failure.as_deref()),
+                    })
                     .collect();
                 if !commands.is_empty() {
                     self.groups.push((event, matcher, commands));
@@ -144,6 +198,15 @@ mod tests {
             table(&json!({"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"], "timeout": 5}]})).unwrap();
         assert_eq!(t["PreToolUse"][0].hook_callback_ids, ["hook_0"]);
         assert_eq!(t["PreToolUse"][0].timeout, Some(5.0));
+        assert_eq!(t["PreToolUse"][0].on_failure, None);
+        let t = table(&json!({"UserPromptSubmit": [{"hookCallbackIds": ["hook_0"], "onFailure": "block"}]})).unwrap();
+        assert_eq!(OnFailure::of(t["UserPromptSubmit"][0].on_failure.as_deref()), OnFailure::Block);
+        assert!(fails_closed(HookEvent::UserPromptSubmit, OnFailure::Block));
+        assert!(!fails_closed(HookEvent::UserPromptSubmit, OnFailure::Default));
+        assert!(fails_closed(HookEvent::PreToolUse, OnFailure::Default));
+        assert!(!fails_closed(HookEvent::PreToolUse, OnFailure::Continue));
+        assert!(!fails_closed(HookEvent::Stop, OnFailure::Block));
+        assert_eq!(OnFailure::of(Some("strict")), OnFailure::Block);
         let e = table(&json!({"Notification": [{"hookCallbackIds": ["hook_1"]}]})).unwrap_err();
         assert!(e.contains("Notification") && e.contains("PreToolUse"), "{e}");
     }

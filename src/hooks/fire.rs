@@ -4,7 +4,7 @@
 //!
 //! Owns: [`fire`] and the run of one hook (a command through
 //! [`super::process`], a callback through [`super::callback`], whose
-//! failure denies a `PreToolUse` call).
+//! failure blocks as [`callback::fails_closed`] says).
 
 use std::time::Duration;
 
@@ -69,8 +69,9 @@ async fn run_one(
         },
     };
     let (mut verdict, outcome) = answer::read(event, &ran);
-    let outcome = if c.callback && event == HookEvent::PreToolUse && matches!(outcome, "error" | "timeout") {
-        verdict.block = Some(callback::fail_safe_reason(&c.line, &ran));
+    let failed = matches!(outcome, "error" | "timeout");
+    let outcome = if c.callback && failed && callback::fails_closed(event, c.on_failure) {
+        verdict.block = Some(callback::fail_safe_reason(event, &c.line, &ran));
         "blocked"
     } else {
         outcome

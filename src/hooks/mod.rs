@@ -127,6 +127,8 @@ struct Command {
     line: String,
     timeout: Duration,
     callback: bool,
+    /// A callback's `onFailure` (commands: always `Default`).
+    on_failure: callback::OnFailure,
 }
 
 /// A session's hooks, compiled from `config.hooks` and the client's
@@ -172,7 +174,12 @@ impl Hooks {
                         return Err(format!("hooks.{name}: a command is empty"));
                     }
                     let timeout = timeout_of(name, h.timeout)?;
-                    commands.push(Command { line: h.command.clone(), timeout, callback: false });
+                    commands.push(Command {
+                        line: h.command.clone(),
+                        timeout,
+                        callback: false,
+                        on_failure: callback::OnFailure::Default,
+                    });
                 }
                 if !commands.is_empty() {
                     groups.push((event, matcher, commands));

@@ -230,6 +230,12 @@ pub struct InitConfig {
     /// change no sandbox, approval or tool setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction_files: Option<bool>,
+    /// Which instruction files are read (0.3.0; Claude Code's
+    /// `--setting-sources`): `user` (`$PIRN_HOME/AGENTS.md`) and/or
+    /// `project` (the workspace's chain). Set, it decides alone (an empty
+    /// list reads none) and `instruction_files` must not be `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction_sources: Option<Vec<InstructionSource>>,
     /// Continue this stored session (0.3.0): its conversation is loaded and
     /// `init_ok.session_id` is this id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -443,4 +449,14 @@ pub enum EditFormat {
     /// its path on a line and its complete new content in a fenced block
     /// (aider's "whole" format; see `tools::file_blocks`).
     Whole,
+}
+
+/// Where instruction files come from (`config.instruction_sources`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionSource {
+    /// `$PIRN_HOME/AGENTS.md`: the operator's own.
+    User,
+    /// `AGENTS.md` (else `CLAUDE.md`) from the git root down to the workspace.
+    Project,
 }

@@ -14,7 +14,7 @@ options need extra_args {"replay-user-messages": null}) and is a turn of one mes
 {"kind": "Rewound", "uuid"} or {"kind": "RewindError", "error"}.
 "sdk_tools": {server: [{"name", "description", "sleep_s"?}]} defines in-process MCP tools
 (create_sdk_mcp_server) taking {"a": int, "b": int} and answering "sum=<a+b>" (after "sleep_s").
-"hooks": {event: [{"matcher", "timeout"?, "answer": hook output, "sleep_s"?, "raise"?}]}
+"hooks": {event: [{"matcher", "timeout"?, "on_failure"?, "answer": hook output, "sleep_s"?, "raise"?}]}
 registers hook callbacks (options.hooks) that record their input in the report's
 "hooked" and return "answer" (after "sleep_s"; or raise "raise").
 """
@@ -89,7 +89,8 @@ async def main():
             return hook
 
         options["hooks"] = {
-            event: [HookMatcher(matcher=m.get("matcher"), hooks=[callback(event, m)], timeout=m.get("timeout"))
+            event: [HookMatcher(matcher=m.get("matcher"), hooks=[callback(event, m)], timeout=m.get("timeout"),
+                                on_failure=m.get("on_failure"))
                     for m in matchers]
             for event, matchers in script["hooks"].items()
         }

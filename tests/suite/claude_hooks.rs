@@ -135,3 +135,53 @@ async fn an_in_process_sdk_tool_is_offered_called_and_its_result_read_by_the_mod
     assert_eq!(t[0]["data"]["mcp_servers"], json!([{"name": "calc", "status": "connected"}]), "{}", t[0]);
     assert_eq!(result(&t)["result"], "The sum is 42.");
 }
+
+#[tokio::test]
+async fn a_pre_tool_use_callback_may_rewrite_the_arguments_and_the_model_is_told() {
+    let mock =
+        MockServer::start(vec![Reply::tool("bash", json!({"command": "touch ran.txt"})), Reply::text(&["Done."])])
+            .await;
+    let ws = workspace(&[]);
+    let rewrite = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+        "updatedInput": {"command": "touch rewritten.txt"}}});
+    let script = json!({"cwd": ws.path(), "options": {"permission_mode": "bypassPermissions"},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "answer": rewrite}]},
+        "steps": [{"op": "query", "text": "Touch a file."}]});
+    let r = python(&mock, script).await;
+    if r.is_null() {
+        return;
+    }
+    assert!(!ws.path().join("ran.txt").exists(), "the model's command ran");
+    assert!(ws.path().join("rewritten.txt").exists(), "the hook's command did not run");
+    let told = last_tool_text(&mock.requests()[1].body);
+    assert!(told.contains("changed this call's arguments") && told.contains("touch rewritten.txt"), "{told}");
+    assert_eq!(result(&turn(&r, 0))["subtype"], "success");
+}
+
+#[tokio::test]
+async fn on_failure_decides_what_a_failed_callback_does() {
+    // "continue": a PreToolUse check that fails lets the call through, as asked.
+    let mock =
+        MockServer::start(vec![Reply::tool("bash", json!({"command": "touch ran.txt"})), Reply::text(&["Ran it."])])
+            .await;
+    let ws = workspace(&[]);
+    let script = json!({"cwd": ws.path(), "options": {"permission_mode": "bypassPermissions"},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "raise": "audit log down", "on_failure": "continue"}]},
+        "steps": [{"op": "query", "text": "Touch a file."}]});
+    let r = python(&mock, script).await;
+    if r.is_null() {
+        return;
+    }
+    assert!(ws.path().join("ran.txt").exists(), "onFailure continue still blocked the call");
+    // "block" on UserPromptSubmit: a prompt check that fails refuses the prompt,
+    // and the model is never called (the SDK checked that pirn honours it).
+    let mock = MockServer::start(vec![Reply::text(&["should not be asked"])]).await;
+    let script = json!({"cwd": ws.path(), "options": {},
+        "hooks": {"UserPromptSubmit": [{"raise": "classifier down", "on_failure": "block"}]},
+        "steps": [{"op": "query", "text": "Hello."}]});
+    let r = python(&mock, script).await;
+    let res = result(&turn(&r, 0));
+    assert_eq!(res["is_error"], true, "{res}");
+    assert!(res.to_string().contains("classifier down"), "{res}");
+    assert!(mock.requests().iter().all(|q| !q.path.ends_with("/chat/completions")), "the model was called");
+}

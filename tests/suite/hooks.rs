@@ -67,6 +67,36 @@ async fn a_pre_tool_use_deny_means_nothing_ran_and_the_model_reads_why() {
 }
 
 #[tokio::test]
+async fn a_pre_tool_use_updated_input_runs_the_call_with_the_operators_arguments() {
+    // The hook moves every write to a file of its own choosing and says so.
+    let rewrite = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"file_path":"safe.txt","content":"rewritten\n"}}}'"#;
+    let script = vec![
+        Reply::tool("write_file", json!({"file_path": "a.txt", "content": "x"})),
+        Reply::tool("bash", json!({"command": "touch ran.txt"})),
+        Reply::text(&["done"]),
+    ];
+    let (mut w, mock) = mock_worker(script, &[], hooks("PreToolUse", "Write", rewrite, 10.0)).await;
+    w.write(json!({"type":"send","id":"s","message":"write a.txt"})).await;
+    let (_, r) = w.result_for("s").await;
+    let ws = w.workspace.path();
+    assert!(!ws.join("a.txt").exists(), "the model's arguments ran");
+    assert_eq!(std::fs::read_to_string(ws.join("safe.txt")).unwrap(), "rewritten\n");
+    assert!(ws.join("ran.txt").exists(), "bash is not matched by Write");
+    assert_eq!(r["files_changed"], json!(["safe.txt"]), "{r}");
+    let told = sent(&mock, 1);
+    assert!(told.contains("a PreToolUse hook changed this call's arguments"), "{told}");
+    assert!(told.contains("safe.txt"), "{told}");
+    // An updatedInput that is not an object blocks the call.
+    let bad = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":"rm -rf /"}}'"#;
+    let script = vec![Reply::tool("bash", json!({"command": "touch ran.txt"})), Reply::text(&["ok"])];
+    let (mut w, mock) = mock_worker(script, &[], hooks("PreToolUse", "bash", bad, 10.0)).await;
+    w.write(json!({"type":"send","id":"s","message":"touch it"})).await;
+    let _ = w.result_for("s").await;
+    assert!(!w.workspace.path().join("ran.txt").exists(), "a call with a malformed rewrite ran");
+    assert!(sent(&mock, 1).contains("not a JSON object"), "{}", sent(&mock, 1));
+}
+
+#[tokio::test]
 async fn post_tool_use_context_reaches_the_model() {
     let context = r#"cat > "$CLAUDE_PROJECT_DIR/post-input.json"; echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"lint: 2 warnings in a.txt"}}'"#;
     let script = vec![Reply::tool("write_file", json!({"file_path": "a.txt", "content": "x"})), Reply::text(&["ok"])];

@@ -51,6 +51,39 @@ async fn a_0_3_session_reads_agents_md_and_a_0_2_session_does_not() {
 }
 
 #[tokio::test]
+async fn instruction_sources_read_the_user_file_the_project_files_or_neither() {
+    let mock = MockServer::start((0..4).map(|_| Reply::text(&["ok"])).collect()).await;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("AGENTS.md"), "USER RULE: be brief.\n").unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().canonicalize().unwrap();
+    std::fs::write(root.join("AGENTS.md"), "PROJECT RULE: use tabs.\n").unwrap();
+    let home_dir = home.path().to_str().unwrap();
+    for (i, (sources, user, project)) in [
+        (json!(["user"]), true, false),
+        (json!(["project"]), false, true),
+        (json!([]), false, false),
+        (json!(["user", "project"]), true, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let config = json!({"cwd": root, "instruction_sources": sources});
+        let (mut w, _) = Worker::ready(&mock.base_url(), &[("PIRN_HOME", home_dir)], config).await;
+        w.write(json!({"type": "send", "id": "s", "message": "hi"})).await;
+        w.result_for("s").await;
+        let sys = system_prompt(&mock, i);
+        assert_eq!((sys.contains("USER RULE"), sys.contains("PROJECT RULE")), (user, project), "{sources}: {sys}");
+    }
+    // Both switches at once contradict each other: the session does not open.
+    let mut w = Worker::spawn(&mock.base_url(), &[]).await;
+    let config = json!({"model": "m", "system_prompt": "s", "tools": [], "cwd": root, "instruction_sources": ["user"], "instruction_files": true});
+    w.write(json!({"type": "init", "id": "i", "protocol_version": "0.3.0", "config": config})).await;
+    let err = w.next().await;
+    assert!(err["type"] != "init_ok" && err.to_string().contains("instruction_sources"), "{err}");
+}
+
+#[tokio::test]
 async fn a_symlinked_agents_md_pointing_outside_the_workspace_is_not_read() {
     let mock = MockServer::start(vec![Reply::text(&["a"])]).await;
     let outside = tempfile::tempdir().unwrap();
