@@ -43,6 +43,11 @@ pub async fn run(s: Arc<AcpSession>, mut rx: mpsc::Receiver<OutgoingMessage>, cx
                     }
                     _ => {}
                 }
+                // A subagent's text is its own (its answer is the task
+                // call's result): only its tool calls are shown.
+                if e.parent_call_id.is_some() && matches!(e.event, Event::ContentDelta { .. }) {
+                    continue;
+                }
                 for update in updates::from_event(&e.event, &workspace, window) {
                     if cx.send_notification(SessionNotification::new(s.id.clone(), update)).is_err() {
                         return;

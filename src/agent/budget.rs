@@ -138,6 +138,34 @@ impl Meter {
         self.max_tool_calls
     }
 
+    /// A subagent's meter: its own budgets (`tokens`, `tool_calls`,
+    /// `cost_usd`; `None`: no limit of its own), each cut to what this
+    /// meter has left, so a child can never spend more than its parent.
+    pub fn carve(&self, tokens: Option<u64>, tool_calls: Option<u32>, cost_usd: Option<f64>) -> Meter {
+        fn least<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, b) => a.or(b),
+            }
+        }
+        let left_tokens = self.max_total_tokens.map(|m| m.saturating_sub(self.total_tokens.load(Ordering::Relaxed)));
+        let left_calls = self.max_tool_calls.map(|m| m.saturating_sub(self.tool_calls.load(Ordering::Relaxed)));
+        let spent = f64::from_bits(self.cost_bits.load(Ordering::Relaxed));
+        let left_cost = self.max_cost_usd.map(|m| (m - spent).max(0.0));
+        Meter::new(least(tokens, left_tokens), least(tool_calls, left_calls))
+            .with_cost_budget(least(cost_usd, left_cost).map(|c| c.max(f64::MIN_POSITIVE)))
+    }
+
+    /// Charges what a subagent's meter `child` spent to this one: its
+    /// tokens, tool calls and cost (unknown when the child's is).
+    pub fn absorb(&self, child: &Meter) {
+        self.charge_tokens(child.total_tokens.load(Ordering::Relaxed));
+        self.tool_calls.fetch_add(child.tool_calls.load(Ordering::Relaxed), Ordering::Relaxed);
+        if child.made_calls() {
+            self.charge_cost(child.cost_usd());
+        }
+    }
+
     /// The figures of `status_ok.budget`.
     pub fn status(&self) -> BudgetStatus {
         BudgetStatus {

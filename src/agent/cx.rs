@@ -60,6 +60,9 @@ pub struct SendCx<'a> {
 impl Drop for SendCx<'_> {
     fn drop(&mut self) {
         self.stats.files_changed = self.facts.changed.keys().map(|p| self.tools.display(p)).collect();
+        let touched = &self.facts.touched_since;
+        self.stats.changed =
+            self.facts.changed.iter().map(|(p, h)| (p.clone(), (!touched.contains(p)).then_some(*h))).collect();
     }
 }
 

@@ -29,12 +29,28 @@ pub struct Emitter {
     /// The send's OpenTelemetry trace, when tracing is on: the parent of
     /// the spans of its model and tool calls.
     trace: Option<crate::telemetry::SendTrace>,
+    /// A subagent's emitter: the parent's `task` call its events nest under.
+    parent_call_id: Option<Arc<str>>,
 }
 
 impl Emitter {
     /// An emitter for send `send_id`; every event carries `correlation`.
     pub fn new(send_id: Arc<str>, correlation: Correlation, version: ProtocolVersion, outbox: Outbox) -> Emitter {
-        Emitter { send_id, correlation, version, outbox, trace: None }
+        Emitter { send_id, correlation, version, outbox, trace: None, parent_call_id: None }
+    }
+
+    /// The emitter of a subagent started by this send's `task` call
+    /// `call_id`: the same send, every event marked with `parent_call_id`
+    /// (no trace of its own: its spans are not the send's).
+    pub fn child(&self, call_id: &str) -> Emitter {
+        Emitter {
+            send_id: self.send_id.clone(),
+            correlation: self.correlation.clone(),
+            version: self.version,
+            outbox: self.outbox.clone(),
+            trace: None,
+            parent_call_id: Some(Arc::from(call_id)),
+        }
     }
 
     /// The emitter with the send's trace.
@@ -56,9 +72,18 @@ impl Emitter {
     /// Queues `event` for the writer (which numbers it). If the writer is
     /// gone the event is dropped: the host has stopped listening.
     pub async fn emit(&self, event: Event) {
-        let msg =
-            EventMsg { event, event_seq: 0, send_id: self.send_id.clone(), correlation: self.correlation.clone() };
-        send_shaped(&self.outbox, OutgoingMessage::Event(msg), self.version).await;
+        send_shaped(&self.outbox, self.message(event), self.version).await;
+    }
+
+    /// `event` as this send's (or subagent's) unnumbered event message.
+    fn message(&self, event: Event) -> OutgoingMessage {
+        OutgoingMessage::Event(EventMsg {
+            event,
+            event_seq: 0,
+            send_id: self.send_id.clone(),
+            parent_call_id: self.parent_call_id.clone(),
+            correlation: self.correlation.clone(),
+        })
     }
 }
 
@@ -67,9 +92,7 @@ impl Emitter {
     /// (for `tool_output`: a client that does not read loses pieces, and
     /// the command never waits for it).
     pub fn try_emit(&self, event: Event) {
-        let msg =
-            EventMsg { event, event_seq: 0, send_id: self.send_id.clone(), correlation: self.correlation.clone() };
-        let mut msg = OutgoingMessage::Event(msg);
+        let mut msg = self.message(event);
         if crate::wire::shape(&mut msg, self.version) {
             let _ = self.outbox.try_send(msg);
         }

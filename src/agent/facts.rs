@@ -42,6 +42,10 @@ pub enum CallOutcome {
     /// It succeeded without changing anything pirn can see (a read, a
     /// search), or it was a tool whose effects pirn cannot see (MCP).
     Looked,
+    /// A subagent ran (`task`): the files its writes changed, each with
+    /// the hash of what it left (`None`: changed since, unseen), and
+    /// whether it ran commands or tools whose effects pirn cannot see.
+    Delegated { changed: Vec<(PathBuf, Option<u64>)>, unseen: bool },
 }
 
 impl CallOutcome {
@@ -65,6 +69,7 @@ impl CallOutcome {
     pub fn may_change_workspace(&self, tool: &str) -> bool {
         match self {
             CallOutcome::Changed { .. } | CallOutcome::Ran { .. } => true,
+            CallOutcome::Delegated { changed, unseen } => *unseen || !changed.is_empty(),
             CallOutcome::Looked => !crate::tools::effects_known(tool),
             _ => false,
         }
@@ -117,6 +122,19 @@ impl Facts {
             CallOutcome::Ran { exit_code } => {
                 self.ran.push(*exit_code);
                 self.touched_since.extend(self.changed.keys().cloned());
+            }
+            CallOutcome::Delegated { changed, unseen } => {
+                if *unseen {
+                    self.touched_since.extend(self.changed.keys().cloned());
+                }
+                for (path, hash) in changed {
+                    self.changed.insert(path.clone(), hash.unwrap_or_default());
+                    self.held_back.remove(path);
+                    match hash {
+                        Some(_) => self.touched_since.remove(path),
+                        None => self.touched_since.insert(path.clone()),
+                    };
+                }
             }
             CallOutcome::Denied => self.denied += 1,
             CallOutcome::Failed => self.failed += 1,

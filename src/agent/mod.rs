@@ -38,6 +38,7 @@ pub mod send_spec;
 mod stats;
 pub mod steer;
 pub mod structured;
+pub mod subagent;
 pub mod tool_call;
 pub mod turn;
 pub mod verify;

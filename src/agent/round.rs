@@ -172,6 +172,7 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String
                     permissions: cx.permissions,
                     emit: cx.emit,
                     tools: &cx.tools,
+                    spec: cx.spec,
                     held,
                 };
                 let (text, outcome) = tool_call::run(&call_cx, cx.conv, cx.stats, call, note).await;

@@ -42,6 +42,12 @@ pub struct SendStats {
     pub stop_hook_active: bool,
     /// Ids of the `steer` requests whose text the send took, in order.
     pub steered: Vec<String>,
+    /// The files the send's writes changed, with the hash of what the
+    /// last write left (`None`: a command or MCP tool may have changed it
+    /// since): what a subagent's parent learns of its run.
+    pub changed: Vec<(std::path::PathBuf, Option<u64>)>,
+    /// Subagents this send started (`task` calls that ran).
+    pub subagents: u32,
     /// Start of the model call in flight.
     model_since: Option<Instant>,
     /// Start of the tool call in flight.

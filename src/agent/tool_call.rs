@@ -31,6 +31,9 @@ pub struct CallContext<'a> {
     pub permissions: &'a PermissionBroker,
     pub emit: &'a Emitter,
     pub tools: &'a ToolContext,
+    /// The send's options (its budgets and checkpoints, which a subagent
+    /// shares).
+    pub spec: &'a super::SendSpec,
     /// The result of a write held back before it ran
     /// ([`super::gates::hold_write`]): the call does not run, and no hook
     /// or approval is asked about it.
@@ -96,20 +99,23 @@ pub async fn run(
         }
         Ok(args) => match approve(cx, &call.name, args, &hook).await {
             Ok(()) => {
-                let output = match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
+                let (output, delegated) = match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
                     Some(mcp) => {
                         let out = mcp.call(&call.name, &arguments, &cx.tools.cancel).await;
-                        ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), ..out }
+                        (ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), ..out }, None)
                     }
                     None if call.name == tools::todo::NAME && cx.config.plan_tool => {
-                        update_plan(cx, conv, &arguments).await
+                        (update_plan(cx, conv, &arguments).await, None)
+                    }
+                    None if call.name == tools::task::NAME && !cx.config.agents.is_empty() => {
+                        super::subagent::run(cx, stats, &call.id, &arguments).await
                     }
                     None if call.name == "bash" && cx.config.version >= crate::wire::ProtocolVersion::V0_3 => {
-                        watched(cx, &call.id, &arguments).await
+                        (watched(cx, &call.id, &arguments).await, None)
                     }
-                    None => tools::execute(&call.name, &arguments, &cx.config.tools, cx.tools).await,
+                    None => (tools::execute(&call.name, &arguments, &cx.config.tools, cx.tools).await, None),
                 };
-                let outcome = CallOutcome::of(&output);
+                let outcome = delegated.unwrap_or_else(|| CallOutcome::of(&output));
                 (output, outcome)
             }
             Err(reason) => {

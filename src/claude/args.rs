@@ -23,8 +23,7 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--session-mirror", "pirn stores sessions itself (PIRN_HOME, PIRN_STORE)"),
     ("--plugin-dir", "pirn has no plugins"),
     ("--plugin-dir-no-mcp", "pirn has no plugins"),
-    ("--agent", "pirn has no subagents"),
-    ("--agents", "pirn has no subagents"),
+    ("--agent", "pirn's main thread is never a subagent (define subagents with --agents; the model starts them)"),
     ("--max-thinking-tokens", "pirn does not ask models for thinking"),
     ("--thinking", "pirn does not ask models for thinking"),
     ("--thinking-display", "pirn does not ask models for thinking"),
@@ -168,6 +167,10 @@ pub struct ClaudeArgs {
     /// another model could take (pirn's `fallback_model`).
     #[arg(long)]
     pub fallback_model: Option<String>,
+    /// Subagents as JSON (`{"name": {"description", "prompt", "tools"?,
+    /// "model"?, …}}`): pirn's `config.agents`.
+    #[arg(long)]
+    pub agents: Option<String>,
     /// Accepted: pirn reads initialize before its first turn anyway.
     #[arg(long)]
     pub await_initialize: bool,
@@ -280,7 +283,7 @@ impl ClaudeArgs {
         let removed: Vec<String> =
             self.disallowed_tools.iter().flat_map(|d| split_rules(d)).filter(|r| !r.contains('(')).collect();
         tools.retain(|t| !removed.iter().any(|r| pirn_name(r).as_deref() == Some(t.as_str())));
-        tools.retain(|t| t != crate::tools::todo::NAME);
+        tools.retain(|t| t != crate::tools::todo::NAME && t != crate::tools::task::NAME);
         Ok(tools)
     }
 
@@ -296,6 +299,20 @@ impl ClaudeArgs {
         match self.tools.as_deref() {
             None | Some("default") => None,
             Some(list) => Some(names(list)),
+        }
+    }
+
+    /// Whether the subagent tool (`Agent`, formerly `Task`) may be
+    /// offered: not when `--disallowedTools` names it or a `--tools` list
+    /// leaves it out.
+    pub fn task_tool(&self) -> bool {
+        let names = |list: &str| split_rules(list).into_iter().any(|n| pirn_name(&n).as_deref() == Some("task"));
+        if self.disallowed_tools.iter().any(|d| names(d)) {
+            return false;
+        }
+        match self.tools.as_deref() {
+            None | Some("default") => true,
+            Some(list) => names(list),
         }
     }
 

@@ -68,7 +68,7 @@ pub fn system_init(config: &SessionConfig, setup: &Setup) -> SystemInit {
         api_key_source: "none",
         claude_code_version: CLAUDE_CODE_VERSION,
         output_style: "default",
-        agents: Vec::new(),
+        agents: config.agents.keys().cloned().collect(),
         skills: Vec::new(),
         plugins: Vec::new(),
         instruction_files: config.instruction_files.iter().map(|f| f.display().to_string()).collect(),
@@ -126,7 +126,9 @@ impl Surface {
                 let model = self.setup.model.clone();
                 let mut answer = json!({
                     "commands": [],
-                    "agents": [],
+                    "agents": self.setup.agents.iter().filter(|_| self.setup.task_tool).map(|(name, a)| json!({
+                        "name": name, "description": a.description, "model": a.model.as_deref().unwrap_or("inherit"),
+                    })).collect::<Vec<_>>(),
                     "output_style": "default",
                     "available_output_styles": ["default"],
                     "models": [{"value": model, "displayName": model, "description": "the model pirn was given"}],

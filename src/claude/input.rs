@@ -158,6 +158,10 @@ pub struct InitializeIn {
     pub append_system_prompt: Option<String>,
     #[serde(default)]
     pub mcp_servers: Option<serde_json::Map<String, Value>>,
+    /// Subagents' text reaches the SDK too (by default only their tool
+    /// calls and results do).
+    #[serde(default)]
+    pub forward_subagent_text: Option<bool>,
 }
 
 /// `initialize.systemPrompt`: one string or several, joined.

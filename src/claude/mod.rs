@@ -346,7 +346,8 @@ impl Surface {
                     let echo = wire::UserMsg { message, parent_tool_use_id: None, session_id, uuid: id.clone() };
                     self.emit(&Out::User(echo));
                 }
-                let turn = Turn::new(&config.session_id, &self.setup.model, self.partial).for_send(&id);
+                let mut turn = Turn::new(&config.session_id, &self.setup.model, self.partial).for_send(&id);
+                turn.forward_subagent_text = self.setup.forward_subagent_text;
                 self.turns.insert(id, turn);
             }
             Err(e) => self.refuse_turn(e.to_string()),
@@ -371,9 +372,10 @@ impl Surface {
                     self.ask(&e.send_id, name, reason, rid, args.clone().unwrap_or_default());
                     return;
                 }
-                let lines = match self.turns.get_mut(&*e.send_id) {
-                    Some(turn) => turn.event(&e.event),
-                    None => return,
+                let lines = match (self.turns.get_mut(&*e.send_id), e.parent_call_id.as_deref()) {
+                    (Some(turn), Some(parent)) => turn.nested_event(parent, &e.event),
+                    (Some(turn), None) => turn.event(&e.event),
+                    (None, _) => return,
                 };
                 for line in &lines {
                     self.emit(line);

@@ -55,6 +55,14 @@ pub struct Setup {
     pub max_cost_usd: Option<f64>,
     /// `--fallback-model` (the SDKs' `fallback_model`).
     pub fallback_model: Option<String>,
+    /// `--agents` and `initialize.agents`: the subagents (see
+    /// [`crate::agent::subagent`]); none when the tool set leaves the
+    /// `Agent` tool out.
+    pub agents: crate::wire::Agents,
+    /// The tool set lets the `Agent` tool be offered.
+    pub task_tool: bool,
+    /// `initialize.forwardSubagentText`: subagents' text reaches the SDK.
+    pub forward_subagent_text: bool,
     /// `TRACEPARENT` of the environment: the W3C trace parent of every
     /// turn's span (see [`crate::telemetry`]), as for `pirn run`.
     pub traceparent: Option<String>,
@@ -76,7 +84,14 @@ impl Setup {
                 Some(crate::hooks::settings::read(s).map_err(|e| ArgsError::Invalid(format!("--settings: {e}")))?)
             }
         };
+        let agents = match &a.agents {
+            None => crate::wire::Agents::default(),
+            Some(json) => serde_json::from_str(json).map_err(|e| ArgsError::Invalid(format!("--agents: {e}")))?,
+        };
         Ok(Setup {
+            agents,
+            task_tool: a.task_tool(),
+            forward_subagent_text: false,
             model: a.model.clone().or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
             system_prompt: a.system_prompt.clone().filter(|s| !s.is_empty()),
             append_system_prompt: a.append_system_prompt.clone().filter(|s| !s.is_empty()),
@@ -105,8 +120,8 @@ impl Setup {
     }
 
     /// Takes what `initialize` adds. Errors name what pirn cannot honour
-    /// (subagents, callbacks for events pirn
-    /// never fires): the SDK then fails the connection rather than running
+    /// (an agent field pirn does not know, callbacks for events pirn never
+    /// fires): the SDK then fails the connection rather than running
     /// without them.
     pub fn apply(&mut self, init: &InitializeIn) -> Result<(), String> {
         let present = |v: &Option<serde_json::Value>| {
@@ -115,8 +130,13 @@ impl Setup {
         if let Some(hooks) = init.hooks.as_ref().filter(|_| present(&init.hooks)) {
             self.callbacks = Some(crate::hooks::callback::table(hooks)?);
         }
-        if present(&init.agents) {
-            return Err("subagents (agents) are not supported by pirn".into());
+        if let Some(agents) = init.agents.as_ref().filter(|_| present(&init.agents)) {
+            let agents: crate::wire::Agents =
+                serde_json::from_value(agents.clone()).map_err(|e| format!("agents: {e}"))?;
+            self.agents.extend(agents);
+        }
+        if let Some(on) = init.forward_subagent_text {
+            self.forward_subagent_text = on;
         }
         for name in init.sdk_mcp_servers.iter().flatten() {
             if !self.sdk_mcp.contains(name) {
@@ -178,6 +198,7 @@ impl Setup {
             max_cost_usd: self.max_cost_usd,
             fallback_model: self.fallback_model.clone(),
             traceparent: self.traceparent.clone(),
+            agents: Some(self.agents.clone()).filter(|a| self.task_tool && !a.is_empty()),
             ..InitConfig::default()
         }
     }

@@ -17,6 +17,8 @@ use super::wire::{
 };
 use crate::wire::{ErrorCode, Event, SendResult, Status, StopReason};
 
+mod nested;
+
 /// A fresh message uuid.
 pub fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -58,6 +60,16 @@ pub struct Turn {
     /// `final`): what its uuid is made of (see `super::checkpoints`).
     send_id: String,
     anchor: String,
+    /// A subagent's turn: the Claude id of the parent's `Agent` call its
+    /// messages carry as `parent_tool_use_id`.
+    parent: Option<String>,
+    /// The subagents running, by the pirn id of their `task` call.
+    children: Vec<(String, Turn)>,
+    /// Subagents' text is written too (`forwardSubagentText`).
+    pub forward_subagent_text: bool,
+    /// The Claude id of the last tool call started (a subagent's
+    /// included): what a permission request is about.
+    last_started: String,
 }
 
 impl Turn {
@@ -70,7 +82,8 @@ impl Turn {
     /// The Claude id (`tool_use` block id) of the call pirn knows as
     /// `pirn_id`, while it runs.
     pub fn claude_id_of(&self, pirn_id: &str) -> Option<String> {
-        self.calls.iter().find(|c| c.pirn_id.as_deref() == Some(pirn_id)).map(|c| c.id.clone())
+        let own = self.calls.iter().find(|c| c.pirn_id.as_deref() == Some(pirn_id)).map(|c| c.id.clone());
+        own.or_else(|| self.children.iter().find_map(|(_, t)| t.claude_id_of(pirn_id)))
     }
 
     /// A turn of session `session_id` on `model`; `partial`: write
@@ -90,6 +103,10 @@ impl Turn {
             usage: None,
             send_id: String::new(),
             anchor: "final".to_owned(),
+            parent: None,
+            children: Vec::new(),
+            forward_subagent_text: false,
+            last_started: String::new(),
         }
     }
 
@@ -111,7 +128,7 @@ impl Turn {
             uuid: uuid(),
             session_id: self.session_id.clone(),
             event,
-            parent_tool_use_id: None,
+            parent_tool_use_id: self.parent.clone(),
         })
     }
 
@@ -119,14 +136,20 @@ impl Turn {
         let mut message = self.body(vec![block], stop);
         message.usage = self.usage.take().unwrap_or_default();
         let anchor = std::mem::replace(&mut self.anchor, "final".to_owned());
-        let uuid = super::checkpoints::assistant_uuid(&self.session_id, &self.send_id, &anchor);
-        Out::Assistant(AssistantMsg { message, parent_tool_use_id: None, session_id: self.session_id.clone(), uuid })
+        // A subagent's messages are not places of the session's
+        // conversation (`--resume-session-at` cannot name them).
+        let uuid = match &self.parent {
+            Some(_) => uuid(),
+            None => super::checkpoints::assistant_uuid(&self.session_id, &self.send_id, &anchor),
+        };
+        let parent_tool_use_id = self.parent.clone();
+        Out::Assistant(AssistantMsg { message, parent_tool_use_id, session_id: self.session_id.clone(), uuid })
     }
 
     /// The Claude id of the last tool call started and not ended (the one
     /// a permission request is about).
     pub fn last_call_id(&self) -> String {
-        self.calls.last().map(|c| c.id.clone()).unwrap_or_default()
+        self.last_started.clone()
     }
 
     /// The messages event `event` becomes.
@@ -157,9 +180,13 @@ impl Turn {
                 let block = Block::ToolUse { id: id.clone(), name: claude_name(name).to_owned(), input };
                 out.push(self.assistant(block, Some("tool_use")));
                 self.message_id = new_message_id();
+                id.clone_into(&mut self.last_started);
                 self.calls.push(Call { pirn_id: call_id.clone(), id, name: name.clone(), input: args.clone() });
             }
             Event::ToolEnd { name, result_preview, call_id, is_error, .. } => {
+                if let Some(pirn_id) = call_id.as_deref() {
+                    self.end_child(pirn_id, &mut out);
+                }
                 let at = self.calls.iter().position(|c| c.pirn_id == *call_id && c.name == *name);
                 let id = at.map(|i| self.calls.remove(i).id).unwrap_or_else(|| call_id.clone().unwrap_or_default());
                 let block = Block::ToolResult {
@@ -169,7 +196,7 @@ impl Turn {
                 };
                 out.push(Out::User(UserMsg {
                     message: UserBody { role: "user", content: vec![block] },
-                    parent_tool_use_id: None,
+                    parent_tool_use_id: self.parent.clone(),
                     session_id: self.session_id.clone(),
                     uuid: uuid(),
                 }));

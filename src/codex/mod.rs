@@ -179,6 +179,12 @@ async fn write_turn(
     let mut result = None;
     while let Some(msg) = rx.recv().await {
         let lines = match msg {
+            // A subagent's text is its own (its answer is the task call's).
+            OutgoingMessage::Event(e)
+                if e.parent_call_id.is_some() && matches!(e.event, crate::wire::Event::ContentDelta { .. }) =>
+            {
+                continue;
+            }
             OutgoingMessage::Event(e) => turn.event(&e.event),
             OutgoingMessage::Result(r) => {
                 let lines = turn.finish(&r);

@@ -47,6 +47,8 @@ pub enum ConfigError {
     TargetWithoutFileBlocks,
     #[error("config.worktree: {0}")]
     Worktree(String),
+    #[error("config.agents: {0}")]
+    Agents(String),
     #[error("config.instruction_files is true but config.instruction_sources is set (it decides which files are read)")]
     InstructionConflict,
     #[error("config.{0} needs config.resume_session_id (the stored session to fork or cut)")]

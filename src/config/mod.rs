@@ -20,6 +20,7 @@ use serde_json::Value;
 mod defaults;
 mod error;
 pub mod profile;
+mod subagent;
 
 pub use error::ConfigError;
 pub use profile::Profile;
@@ -185,6 +186,9 @@ pub struct SessionConfig {
     pub prices: Option<crate::wire::Prices>,
     /// `config.output_retries`, default [`DEFAULT_OUTPUT_RETRIES`].
     pub output_retries: u32,
+    /// `config.agents`: the subagents the `task` tool starts (empty: no
+    /// `task` tool; always empty in a subagent's own config).
+    pub agents: Arc<crate::wire::Agents>,
 }
 
 impl SessionConfig {
@@ -234,6 +238,12 @@ impl SessionConfig {
         }
         if config.worktree.as_ref().is_some_and(|w| w.wanted().is_some()) && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("worktree"));
+        }
+        if let Some(agents) = config.agents.as_ref().filter(|a| !a.is_empty()) {
+            if version < ProtocolVersion::V0_3 {
+                return Err(ConfigError::NeedsV0_3("agents"));
+            }
+            subagent::check_agents(agents)?;
         }
         if config.mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) && version < ProtocolVersion::V0_3 {
             return Err(ConfigError::NeedsV0_3("mcp_servers"));
@@ -386,6 +396,7 @@ impl SessionConfig {
             traceparent: config.traceparent.clone(),
             prices,
             output_retries: config.output_retries.unwrap_or(DEFAULT_OUTPUT_RETRIES),
+            agents: Arc::new(config.agents.clone().unwrap_or_default()),
         })
     }
 
@@ -399,6 +410,7 @@ impl SessionConfig {
             }
             let mut specs = tools::specs(&self.tools);
             specs.extend(self.plan_tool.then(tools::spec::plan_spec));
+            specs.extend((!self.agents.is_empty()).then(|| tools::task::spec(&self.agents)));
             specs.extend(self.mcp.iter().flat_map(|m| m.specs()));
             specs
         })

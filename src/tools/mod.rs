@@ -33,6 +33,7 @@ pub mod references;
 pub mod spec;
 pub mod supervisor;
 pub mod syntax;
+pub mod task;
 pub mod todo;
 pub mod whole;
 pub mod write_file;

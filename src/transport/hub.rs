@@ -289,6 +289,7 @@ mod tests {
 
     fn delta(send: &str) -> OutgoingMessage {
         OutgoingMessage::Event(EventMsg {
+            parent_call_id: None,
             event: Event::ContentDelta { text: "x".into() },
             event_seq: 0,
             send_id: send.into(),

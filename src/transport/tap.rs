@@ -146,6 +146,7 @@ impl Tap {
             event,
             event_seq: 0,
             send_id: Arc::from(r.id.as_str()),
+            parent_call_id: None,
             correlation: r.correlation.clone(),
         }))
     }

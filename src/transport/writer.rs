@@ -154,7 +154,7 @@ pub(crate) fn reencode(msg: &OutgoingMessage, out: &mut Vec<u8>) {
 fn write_text<W: Write>(out: &mut W, msg: &OutgoingMessage, format: Format) -> io::Result<()> {
     match msg {
         OutgoingMessage::Event(ev) => match &ev.event {
-            Event::ContentDelta { .. } if format == Format::Document => Ok(()),
+            Event::ContentDelta { .. } if format == Format::Document || ev.parent_call_id.is_some() => Ok(()),
             Event::ContentDelta { text } => out.write_all(text.as_bytes()),
             Event::ToolStart { name, args, .. } => {
                 out.flush()?;

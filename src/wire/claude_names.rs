@@ -8,11 +8,13 @@
 
 use super::ApprovalMode;
 
-/// Claude Code's names of pirn's six built-in tools and its plan tool, as
+/// Claude Code's names of pirn's six built-in tools, its plan tool and its
+/// subagent tool (`Agent`, which Claude Code called `Task` before; both
+/// read), as
 /// (Claude, pirn). The arguments stay pirn's own (see
 /// protocol/claude-code.md), but for the plan's, which the surface shows
 /// in Claude Code's shape (`activeForm`).
-pub const TOOL_NAMES: [(&str, &str); 7] = [
+pub const TOOL_NAMES: [(&str, &str); 9] = [
     ("Read", "read_file"),
     ("Write", "write_file"),
     ("Edit", "edit_file"),
@@ -20,6 +22,8 @@ pub const TOOL_NAMES: [(&str, &str); 7] = [
     ("Grep", "grep"),
     ("Bash", "bash"),
     ("TodoWrite", "todo_write"),
+    ("Agent", "task"),
+    ("Task", "task"),
 ];
 
 /// Claude Code's name of pirn tool `name`; MCP tools (`mcp__server__tool`,

@@ -17,6 +17,7 @@
 //!   `queue_length`, `request_id`, `args`) and the opt-in request
 //!   `permission_response`; a 0.2.0 client never has to look at them.
 
+mod agents;
 mod attempts;
 pub mod claude_names;
 pub mod http;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use agents::*;
 pub use attempts::*;
 pub use outgoing::*;
 pub use plan::*;
@@ -186,6 +188,7 @@ mod tests {
     #[test]
     fn a_0_2_client_gets_no_extension_fields_or_events() {
         let mut end = OutgoingMessage::Event(EventMsg {
+            parent_call_id: None,
             event: Event::ToolEnd {
                 name: "grep".into(),
                 result_preview: "x".into(),
@@ -209,6 +212,7 @@ mod tests {
         let mut kept = v3.clone();
         assert!(shape(&mut kept, ProtocolVersion::V0_3) && kept == v3);
         let mut retry = OutgoingMessage::Event(EventMsg {
+            parent_call_id: None,
             event: Event::Retry { attempt: 2, wait_ms: 1000, status: Some(429) },
             event_seq: 0,
             send_id: "s".into(),
@@ -221,6 +225,7 @@ mod tests {
     fn sequencer_is_per_send_and_gapless() {
         let ev = |id: &str| {
             OutgoingMessage::Event(EventMsg {
+                parent_call_id: None,
                 event: Event::Heartbeat { duration_ms: 0 },
                 event_seq: 99,
                 send_id: id.into(),

@@ -76,6 +76,10 @@ pub struct EventMsg {
     pub event_seq: u64,
     /// The `id` of the originating send.
     pub send_id: Arc<str>,
+    /// 0.3.0: the event is a subagent's, started by the parent's `task`
+    /// tool call of this id (absent for the send's own events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<Arc<str>>,
     #[serde(flatten)]
     pub correlation: Correlation,
 }

@@ -111,6 +111,12 @@ pub struct InitConfig {
     /// Each switch is a 0.3.0 `model_fallback` event. Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_model: Option<String>,
+    /// Subagents the model may start with the `task` tool (0.3.0): each
+    /// runs a child send with its own conversation, the tools and budgets
+    /// its definition allows within the parent's, and answers the call
+    /// with its final answer. Default: none (no `task` tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<super::Agents>,
     /// Most tool calls of one model answer that run (default 16); the rest
     /// are answered "not run" to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]

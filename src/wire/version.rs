@@ -74,6 +74,13 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
     if version >= ProtocolVersion::V0_3 {
         return true;
     }
+    if let OutgoingMessage::Event(e) = msg
+        && e.parent_call_id.is_some()
+    {
+        // A subagent's event: 0.2.0 has no subagents (config.agents needs
+        // 0.3.0), so this never happens; were it to, it is not written.
+        return false;
+    }
     match msg {
         OutgoingMessage::Event(e) => match &mut e.event {
             Event::ToolStart { call_id, .. } => *call_id = None,

@@ -26,6 +26,7 @@ import sys
 import time
 
 from claude_agent_sdk import (
+    AgentDefinition,
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
@@ -52,6 +53,8 @@ async def main():
     options = dict(script.get("options", {}))
     options["cli_path"] = cli
     options["cwd"] = script["cwd"]
+    if "agents" in options:
+        options["agents"] = {name: AgentDefinition(**a) for name, a in options["agents"].items()}
     if "deny" in script:
         deny = set(script["deny"])
 

@@ -55,6 +55,7 @@ mod steer;
 mod store;
 mod store_faults;
 mod structured;
+mod subagents;
 mod terminals;
 mod tolerant_edits;
 mod tools;

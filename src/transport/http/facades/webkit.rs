@@ -311,6 +311,12 @@ fn translate(frame: &Frame) -> Vec<(u64, &'static str, String)> {
     let message_id = frame.send_id.as_deref().unwrap_or("").to_owned();
     let event = match line {
         OutgoingMessage::Result(r) => return result_events(&r, message_id),
+        // A subagent's text is its own (its answer is the task call's result).
+        OutgoingMessage::Event(e)
+            if e.parent_call_id.is_some() && matches!(e.event, crate::wire::Event::ContentDelta { .. }) =>
+        {
+            return Vec::new();
+        }
         OutgoingMessage::Event(e) => e.event,
         _ => return Vec::new(),
     };
