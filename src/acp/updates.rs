@@ -100,7 +100,7 @@ pub fn kind(name: &str) -> ToolKind {
         "read_file" => ToolKind::Read,
         "write_file" | "edit_file" => ToolKind::Edit,
         "glob" | "grep" => ToolKind::Search,
-        "bash" => ToolKind::Execute,
+        "bash" | "bash_output" | "kill_shell" => ToolKind::Execute,
         "todo_write" => ToolKind::Think,
         _ => ToolKind::Other,
     }

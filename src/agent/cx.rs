@@ -83,6 +83,7 @@ impl<'a> SendCx<'a> {
         tools.sandbox = config.sandbox.clone();
         tools.env_passthrough = config.env_passthrough.clone();
         tools.client_files = config.client_files.clone();
+        tools.shells = config.shells.clone();
         tools.checkpoint = spec.checkpoint.clone().map(|c| c as std::sync::Arc<dyn crate::tools::FileWatch>);
         tools.help = crate::tools::WriteHelp {
             tolerant_edits: config.profile.tolerant_edits,

@@ -101,7 +101,13 @@ pub async fn run(
             Ok(()) => {
                 let (output, delegated) = match cx.config.mcp.as_ref().filter(|m| m.get(&call.name).is_some()) {
                     Some(mcp) => {
-                        let out = mcp.call(&call.name, &arguments, &cx.tools.cancel).await;
+                        let out = if cx.config.version >= crate::wire::ProtocolVersion::V0_3 {
+                            let (tx, rx) = tokio::sync::mpsc::channel(LIVE_PIECES);
+                            streamed(cx, &call.id, mcp.call(&call.name, &arguments, &cx.tools.cancel, Some(tx)), rx)
+                                .await
+                        } else {
+                            mcp.call(&call.name, &arguments, &cx.tools.cancel, None).await
+                        };
                         (ToolOutput { text: tools::cap_output(out.text, cx.tools.result_cap), ..out }, None)
                     }
                     None if call.name == tools::todo::NAME && cx.config.plan_tool => {
@@ -109,6 +115,11 @@ pub async fn run(
                     }
                     None if call.name == tools::task::NAME && !cx.config.agents.is_empty() => {
                         super::subagent::run(cx, stats, &call.id, &arguments).await
+                    }
+                    None if [tools::shells::OUTPUT, tools::shells::KILL].contains(&call.name.as_str())
+                        && cx.tools.shells.is_some() =>
+                    {
+                        (tools::shells::execute(&call.name, &arguments, cx.tools).await, None)
                     }
                     None if call.name == "bash" && cx.config.version >= crate::wire::ProtocolVersion::V0_3 => {
                         (watched(cx, &call.id, &arguments).await, None)
@@ -173,9 +184,19 @@ pub async fn run(
 /// Runs a `bash` call whose output goes to the client while it runs, as
 /// `tool_output` events (see [`tools::live`]), and then as the result.
 async fn watched(cx: &CallContext<'_>, call_id: &str, arguments: &str) -> ToolOutput {
-    let (tx, mut rx) = tokio::sync::mpsc::channel(LIVE_PIECES);
+    let (tx, rx) = tokio::sync::mpsc::channel(LIVE_PIECES);
     let tools = tools::ToolContext { live: Some(tx), ..cx.tools.clone() };
-    let run = tools::execute("bash", arguments, &cx.config.tools, &tools);
+    streamed(cx, call_id, tools::execute("bash", arguments, &cx.config.tools, &tools), rx).await
+}
+
+/// Awaits `run` while the pieces it sends to `rx` go to the client as
+/// `tool_output` events of call `call_id` (never waited on).
+async fn streamed(
+    cx: &CallContext<'_>,
+    call_id: &str,
+    run: impl std::future::Future<Output = ToolOutput>,
+    mut rx: tokio::sync::mpsc::Receiver<tools::live::OutputDelta>,
+) -> ToolOutput {
     tokio::pin!(run);
     let output = loop {
         tokio::select! {

@@ -115,7 +115,8 @@ impl Verifier {
     /// environment, timeout, group kill); it passes when it exits 0.
     /// Returns the report and the output the model reads.
     pub async fn run(&self, ctx: &ToolContext) -> (Verification, String) {
-        let args = tools::bash::Args { command: self.command.clone(), timeout_ms: Some(TIMEOUT_MS) };
+        let args =
+            tools::bash::Args { command: self.command.clone(), timeout_ms: Some(TIMEOUT_MS), run_in_background: None };
         let (text, passed) = match tools::bash::run(args, ctx).await {
             Ok(text) => (text, true),
             Err(ToolError::Failed(text)) => (text, false),

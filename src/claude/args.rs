@@ -283,8 +283,17 @@ impl ClaudeArgs {
         let removed: Vec<String> =
             self.disallowed_tools.iter().flat_map(|d| split_rules(d)).filter(|r| !r.contains('(')).collect();
         tools.retain(|t| !removed.iter().any(|r| pirn_name(r).as_deref() == Some(t.as_str())));
-        tools.retain(|t| t != crate::tools::todo::NAME && t != crate::tools::task::NAME);
+        let apart = [crate::tools::todo::NAME, crate::tools::task::NAME, "bash_output", "kill_shell"];
+        tools.retain(|t| !apart.contains(&t.as_str()));
         Ok(tools)
+    }
+
+    /// Whether background shells are offered: never when
+    /// `--disallowedTools` names `BashOutput` or `KillShell` (or
+    /// `TaskOutput`, `TaskStop`); else pirn's default (they follow `Bash`).
+    pub fn background_shells(&self) -> Option<bool> {
+        let shells = |n: String| matches!(pirn_name(&n).as_deref(), Some("bash_output" | "kill_shell"));
+        self.disallowed_tools.iter().any(|d| split_rules(d).into_iter().any(shells)).then_some(false)
     }
 
     /// Whether the plan tool (`TodoWrite`) is offered: `None` leaves it to

@@ -87,6 +87,10 @@ pub struct UserIn {
     pub message: UserInBody,
     #[serde(default)]
     pub session_id: Option<String>,
+    /// The Agent SDK's `SDKUserMessage.priority` (`now`, `next`, `later`):
+    /// `now` and `next` while a turn runs steer it (see `super::steer`).
+    #[serde(default)]
+    pub priority: Option<String>,
 }
 
 /// The message of a [`UserIn`].

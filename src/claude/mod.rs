@@ -23,6 +23,7 @@ pub mod input;
 pub mod mapping;
 mod open;
 mod setup;
+mod steer;
 mod translate;
 pub mod wire;
 
@@ -126,6 +127,7 @@ pub async fn main(argv: Vec<String>) -> i32 {
         env,
         session: None,
         turns: HashMap::new(),
+        steers: HashMap::new(),
         sends: 0,
         asks: HashMap::new(),
         rewinds: HashMap::new(),
@@ -151,6 +153,8 @@ struct Surface {
     session: Option<Session>,
     /// Turns under way, by pirn send id.
     turns: HashMap<String, Turn>,
+    /// Steers offered to a running turn, by their id (see [`steer`]).
+    steers: HashMap<String, Turn>,
     sends: u64,
     /// `can_use_tool` requests asked: control request id → (pirn's
     /// permission request id, the call's arguments).
@@ -202,7 +206,12 @@ impl Surface {
                 opening = Some(self.open());
             }
             self.want_open = false;
-            if !stdin_open && self.turns.is_empty() && opening.is_none() && self.waiting.is_empty() {
+            if !stdin_open
+                && self.turns.is_empty()
+                && self.steers.is_empty()
+                && opening.is_none()
+                && self.waiting.is_empty()
+            {
                 break;
             }
             tokio::select! {
@@ -311,6 +320,10 @@ impl Surface {
                             return Ok(());
                         }
                     };
+                    if matches!(u.priority.as_deref(), Some("now" | "next")) && !self.turns.is_empty() {
+                        self.steer(text);
+                        return Ok(());
+                    }
                     self.prompt(text).await
                 }
                 In::ControlRequest { request_id, request } => self.control(request_id, request).await,
@@ -338,21 +351,31 @@ impl Surface {
         let text_echo = if self.replay { text.clone() } else { String::new() };
         match session.send_with(id.clone(), text, &options) {
             Ok(()) => {
-                let config = session.config();
-                self.emit(&Out::System(Box::new(control::system_init(config, &self.setup))));
-                if self.replay {
-                    let message = wire::UserBody { role: "user", content: vec![wire::Block::Text { text: text_echo }] };
-                    let session_id = config.session_id.clone();
-                    let echo = wire::UserMsg { message, parent_tool_use_id: None, session_id, uuid: id.clone() };
-                    self.emit(&Out::User(echo));
-                }
-                let mut turn = Turn::new(&config.session_id, &self.setup.model, self.partial).for_send(&id);
-                turn.forward_subagent_text = self.setup.forward_subagent_text;
+                self.emit(&Out::System(Box::new(control::system_init(session.config(), &self.setup))));
+                self.echo(&id, text_echo);
+                let turn = self.new_turn(&id);
                 self.turns.insert(id, turn);
             }
             Err(e) => self.refuse_turn(e.to_string()),
         }
         Ok(())
+    }
+
+    /// With `--replay-user-messages`, prompt `text` echoed as a `user`
+    /// message with its uuid `id`.
+    fn echo(&self, id: &str, text: String) {
+        let Some(session) = self.session.as_ref().filter(|_| self.replay) else { return };
+        let message = wire::UserBody { role: "user", content: vec![wire::Block::Text { text }] };
+        let session_id = session.config().session_id.clone();
+        self.emit(&Out::User(wire::UserMsg { message, parent_tool_use_id: None, session_id, uuid: id.to_owned() }));
+    }
+
+    /// The translation of send `id`'s events.
+    fn new_turn(&self, id: &str) -> Turn {
+        let session_id = self.session.as_ref().map(|s| s.config().session_id.clone()).unwrap_or_default();
+        let mut turn = Turn::new(&session_id, &self.setup.model, self.partial).for_send(id);
+        turn.forward_subagent_text = self.setup.forward_subagent_text;
+        turn
     }
 
     /// Ends a turn that could not start with an error result.
@@ -372,6 +395,7 @@ impl Surface {
                     self.ask(&e.send_id, name, reason, rid, args.clone().unwrap_or_default());
                     return;
                 }
+                self.adopt(&e.send_id);
                 let lines = match (self.turns.get_mut(&*e.send_id), e.parent_call_id.as_deref()) {
                     (Some(turn), Some(parent)) => turn.nested_event(parent, &e.event),
                     (Some(turn), None) => turn.event(&e.event),
@@ -384,6 +408,10 @@ impl Surface {
             OutgoingMessage::Result(r) => {
                 if self.rewound(&r) {
                     return;
+                }
+                self.adopt(&r.id);
+                for taken in r.steered.iter().flatten() {
+                    self.steers.remove(taken);
                 }
                 let Some(turn) = self.turns.remove(&r.id) else { return };
                 let (lines, result) = turn.finish(&r);

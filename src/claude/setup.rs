@@ -23,6 +23,8 @@ pub struct Setup {
     pub tools: Vec<String>,
     /// `TodoWrite` offered (see [`super::args::ClaudeArgs::plan_tool`]).
     pub plan_tool: Option<bool>,
+    /// Background shells offered (see [`super::args::ClaudeArgs::background_shells`]).
+    pub background_shells: Option<bool>,
     pub mode: ApprovalMode,
     pub rules: PermissionRules,
     pub mcp: Vec<McpServerConfig>,
@@ -97,6 +99,7 @@ impl Setup {
             append_system_prompt: a.append_system_prompt.clone().filter(|s| !s.is_empty()),
             tools: a.tool_set()?,
             plan_tool: a.plan_tool(),
+            background_shells: a.background_shells(),
             mode: a.approval_mode()?,
             rules: a.permission_rules(),
             mcp,
@@ -177,6 +180,7 @@ impl Setup {
             system_prompt: system,
             tools,
             plan_tool: self.plan_tool,
+            background_shells: self.background_shells,
             max_iterations: self.max_turns,
             approval_mode: Some(self.mode),
             permissions: has_rules.then_some(rules),

@@ -82,6 +82,10 @@ pub struct SessionConfig {
     /// else on in 0.3.0 when the session has tools and its profile does
     /// not leave it out.
     pub plan_tool: bool,
+    /// The session's background shells (`tools::shells`): `Some` when
+    /// offered (`init.config.background_shells`, else on in 0.3.0 when
+    /// the session has bash and its profile does not leave them out).
+    pub shells: Option<Arc<crate::tools::shells::Shells>>,
     /// `tools` entries naming MCP tools (`mcp__…`, exact or glob).
     pub mcp_patterns: Vec<String>,
     /// The session's MCP servers and their advertised tools, once started
@@ -317,6 +321,14 @@ impl SessionConfig {
             && config
                 .plan_tool
                 .unwrap_or(version >= ProtocolVersion::V0_3 && !profile.without_plan_tool && !tools.is_empty());
+        if config.background_shells == Some(true) && version < ProtocolVersion::V0_3 {
+            return Err(ConfigError::NeedsV0_3("background_shells"));
+        }
+        let background = edit_format != EditFormat::Whole
+            && tools.iter().any(|t| t == "bash")
+            && config
+                .background_shells
+                .unwrap_or(version >= ProtocolVersion::V0_3 && !profile.without_background_shells);
         let can_write = tools.iter().any(|t| t == "write_file");
         if edit_format == EditFormat::Whole && !can_write {
             return Err(ConfigError::WholeWithoutWrite);
@@ -351,6 +363,7 @@ impl SessionConfig {
             tool_spec_bytes: OnceLock::new(),
             tools,
             plan_tool,
+            shells: background.then(Arc::default),
             mcp_patterns,
             mcp: None,
             max_iterations: config.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
@@ -408,7 +421,7 @@ impl SessionConfig {
             if self.edit_format == EditFormat::Whole {
                 return Vec::new();
             }
-            let mut specs = tools::specs(&self.tools);
+            let mut specs = tools::specs_for(&self.tools, self.shells.is_some());
             specs.extend(self.plan_tool.then(tools::spec::plan_spec));
             specs.extend((!self.agents.is_empty()).then(|| tools::task::spec(&self.agents)));
             specs.extend(self.mcp.iter().flat_map(|m| m.specs()));

@@ -66,6 +66,11 @@ pub struct Profile {
     /// costs a small model's window more than the plan gives it.
     #[serde(default)]
     pub without_plan_tool: bool,
+    /// Background shells (`bash` `run_in_background`, `bash_output`,
+    /// `kill_shell`) are not offered by default: their specs cost a small
+    /// model's window more than they give it.
+    #[serde(default)]
+    pub without_background_shells: bool,
 }
 
 impl Profile {

@@ -61,7 +61,7 @@ pub struct McpTool {
 
 struct Server {
     name: String,
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, super::progress::Listener>,
     /// Process group of a stdio server (its supervisor's pid).
     group: Option<i32>,
     timeout: Duration,
@@ -162,7 +162,16 @@ impl McpTools {
     /// tool, bad arguments, a server error, a timeout or a cancel all come
     /// back as error outputs for the model. A cancel (or the timeout) sends
     /// the server `notifications/cancelled`.
-    pub async fn call(&self, name: &str, arguments: &str, cancel: &CancellationToken) -> ToolOutput {
+    ///
+    /// With `live`, the call asks the server for progress and each
+    /// notification goes there as a line (see [`super::progress`]).
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: &str,
+        cancel: &CancellationToken,
+        live: Option<tokio::sync::mpsc::Sender<crate::tools::live::OutputDelta>>,
+    ) -> ToolOutput {
         let Some(tool) = self.tools.get(name) else {
             return ToolOutput::error(format!("unknown tool {name:?}"));
         };
@@ -184,8 +193,13 @@ impl McpTools {
         // However this call ends early (a cancel, or the send's future
         // dropped), the server hears `notifications/cancelled`.
         let mut guard = CancelOnDrop(Some((handle.peer.clone(), handle.id.clone())));
+        // rmcp gives every request a progress token.
+        let updates = match live {
+            Some(tx) => Some((server.service.service().dispatcher.subscribe(handle.progress_token.clone()).await, tx)),
+            None => None,
+        };
         let answer = tokio::select! {
-            answer = handle.await_response() => answer,
+            answer = super::progress::follow(handle.await_response(), updates) => answer,
             () = cancel.cancelled() => return ToolOutput::error("cancelled"),
         };
         guard.0 = None;
@@ -314,7 +328,7 @@ async fn connect(
                 .map_err(|e| format!("cannot start {command:?}: {e}"))?;
             let tail = stderr.map(|err| keep_tail(err, config.name.clone()));
             let group = transport.id().map(|p| p as i32);
-            let served = ().serve(transport).await;
+            let served = super::progress::Listener::default().serve(transport).await;
             let service = match served {
                 Ok(service) => service,
                 Err(e) => {
@@ -353,7 +367,10 @@ async fn connect(
                 client,
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers),
             );
-            let service = ().serve(transport).await.map_err(|e| format!("initialize at {url}: {e}"))?;
+            let service = super::progress::Listener::default()
+                .serve(transport)
+                .await
+                .map_err(|e| format!("initialize at {url}: {e}"))?;
             Ok(Server { name: config.name.clone(), service, group: None, timeout })
         }
         _ => Err("give either command (stdio) or url (Streamable HTTP)".into()),
@@ -363,7 +380,10 @@ async fn connect(
 /// Reaches server `name` of the client that hosts it.
 async fn connect_hosted(name: &str, hosted: &super::bridge::ClientServers) -> Result<Server, String> {
     let transport = super::bridge::Bridge::new(name, hosted.client.clone());
-    let service = ().serve(transport).await.map_err(|e| format!("initialize (in the client): {e}"))?;
+    let service = super::progress::Listener::default()
+        .serve(transport)
+        .await
+        .map_err(|e| format!("initialize (in the client): {e}"))?;
     Ok(Server { name: name.to_owned(), service, group: None, timeout: CALL_TIMEOUT })
 }
 

@@ -5,4 +5,5 @@
 
 pub mod bridge;
 pub mod client;
+pub mod progress;
 pub mod tool_server;

@@ -1,4 +1,5 @@
-//! `bash {command, timeout_ms?}`: a shell command in its own process group.
+//! `bash {command, timeout_ms?, run_in_background?}`: a shell command in its
+//! own process group (in the background: see [`super::shells`]).
 //!
 //! Owns: spawning `/bin/bash -c` with stdin from /dev/null and the workspace
 //! as cwd, one pipe shared by stdout and stderr (so their lines interleave as
@@ -40,16 +41,25 @@ pub struct Args {
     #[serde(default)]
     #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: Option<u64>,
+    /// Start the command in the background and return at once with its
+    /// shell id (for servers, watchers, long builds); read its output with
+    /// bash_output and stop it with kill_shell.
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
 }
 
 /// What the model is told the tool does.
 pub const DESCRIPTION: &str = "Run a shell command with /bin/bash -c in the workspace directory. Returns combined stdout and stderr and the exit status. No stdin; background processes are killed when the command ends.";
 
+/// The description when background shells are offered (`run_in_background`).
+pub const DESCRIPTION_BACKGROUND: &str = "Run a shell command with /bin/bash -c in the workspace directory. Returns combined stdout and stderr and the exit status. No stdin; processes it leaves behind are killed when the command ends. With run_in_background the command keeps running after the call returns its shell id: read its output with bash_output, stop it with kill_shell.";
+
 /// Kills a process group with SIGKILL when dropped (or when asked).
-struct GroupGuard(Option<i32>);
+pub(crate) struct GroupGuard(Option<i32>);
 
 impl GroupGuard {
-    fn kill(&mut self) {
+    /// SIGKILLs the group now (once).
+    pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.0.take() {
             // SAFETY: killpg has no memory-safety preconditions.
             unsafe {
@@ -77,41 +87,18 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     if args.command.trim().is_empty() {
         return failed("command is empty");
     }
+    if args.run_in_background == Some(true) {
+        return match &ctx.shells {
+            Some(shells) => shells.start(&args.command, ctx),
+            None => failed(
+                "run_in_background is not offered in this session: run the command in the foreground (timeout_ms up to 600000)",
+            ),
+        };
+    }
     let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
-    let (reader, writer) = match std::io::pipe() {
-        Ok(p) => p,
-        Err(e) => return failed(format!("cannot create a pipe: {e}")),
-    };
-    let writer2 = match writer.try_clone() {
-        Ok(w) => w,
-        Err(e) => return failed(format!("cannot create a pipe: {e}")),
-    };
-    let mut child = {
-        let mut cmd = tokio::process::Command::new("/bin/bash");
-        cmd.arg("-c")
-            .arg(&args.command)
-            .current_dir(&ctx.workspace)
-            .stdin(Stdio::null())
-            .stdout(writer)
-            .stderr(writer2)
-            .process_group(0)
-            .kill_on_drop(true);
-        // An allowlisted environment and the sandbox, before the supervisor.
-        if let Err(e) = ctx.sandbox.confine(&mut cmd, &ctx.env_passthrough) {
-            return failed(format!("not run: the {} sandbox cannot be set up: {e}", ctx.sandbox.mode.name()));
-        }
-        // The group dies with pirn, even on SIGKILL.
-        super::supervisor::supervise(&mut cmd);
-        match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => return failed(format!("cannot start /bin/bash: {e}")),
-        }
-        // `cmd` drops here, closing the parent's copies of the write end.
-    };
-    let mut group = GroupGuard(child.id().and_then(|pid| i32::try_from(pid).ok()));
-    let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
-        Ok(p) => p,
-        Err(e) => return failed(format!("cannot read the command's output: {e}")),
+    let Started { mut child, mut group, mut pipe } = match start(&args.command, ctx) {
+        Ok(s) => s,
+        Err(e) => return failed(e),
     };
     let mut out = HeadTail::default();
     let mut live = ctx.live.clone().map(super::live::Live::new);
@@ -187,6 +174,45 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
 }
 
+/// A command started in its own process group under a supervisor: the
+/// supervisor's child handle, the guard that kills the group, and the read
+/// end of the pipe its stdout and stderr share.
+pub(crate) struct Started {
+    pub child: tokio::process::Child,
+    pub group: GroupGuard,
+    pub pipe: tokio::net::unix::pipe::Receiver,
+}
+
+/// Starts `/bin/bash -c command` in the workspace, confined by the
+/// session's sandbox and environment. `Err` says why it could not start.
+pub(crate) fn start(command: &str, ctx: &ToolContext) -> Result<Started, String> {
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let writer2 = writer.try_clone().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let child = {
+        let mut cmd = tokio::process::Command::new("/bin/bash");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(&ctx.workspace)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(writer2)
+            .process_group(0)
+            .kill_on_drop(true);
+        // An allowlisted environment and the sandbox, before the supervisor.
+        if let Err(e) = ctx.sandbox.confine(&mut cmd, &ctx.env_passthrough) {
+            return Err(format!("not run: the {} sandbox cannot be set up: {e}", ctx.sandbox.mode.name()));
+        }
+        // The group dies with pirn, even on SIGKILL.
+        super::supervisor::supervise(&mut cmd);
+        cmd.spawn().map_err(|e| format!("cannot start /bin/bash: {e}"))?
+        // `cmd` drops here, closing the parent's copies of the write end.
+    };
+    let group = GroupGuard(child.id().and_then(|pid| i32::try_from(pid).ok()));
+    let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+        .map_err(|e| format!("cannot read the command's output: {e}"))?;
+    Ok(Started { child, group, pipe })
+}
+
 /// The code in the `[exit code N]` line a `bash` result ends with (see
 /// [`describe`]); `None` for a timeout, a signal or any other text.
 pub fn exit_code_of(result: &str) -> Option<i32> {
@@ -206,7 +232,9 @@ pub fn status_of(result: &str) -> Option<Option<i32>> {
     ["[timed out", "[killed by signal", "[exit status"].iter().any(|p| line.starts_with(p)).then_some(None)
 }
 
-fn describe(status: Option<ExitStatus>) -> (String, bool) {
+/// The status line of an ended command (`exit code N`, `killed by signal
+/// N`) and whether it is a failure.
+pub(crate) fn describe(status: Option<ExitStatus>) -> (String, bool) {
     use std::os::unix::process::ExitStatusExt;
     match status {
         Some(s) => match (s.code(), s.signal()) {

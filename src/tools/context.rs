@@ -55,6 +55,9 @@ pub struct ToolContext {
     /// Where `bash` sends its output while it runs (see [`super::live`]);
     /// `None`: nobody watches.
     pub live: Option<tokio::sync::mpsc::Sender<super::live::OutputDelta>>,
+    /// The session's background shells (`bash` `run_in_background`, see
+    /// [`super::shells`]); `None`: not offered.
+    pub shells: Option<std::sync::Arc<super::shells::Shells>>,
 }
 
 /// What wants to know before the file tools change the workspace (the
@@ -118,6 +121,7 @@ impl ToolContext {
             help: WriteHelp::default(),
             checkpoint: None,
             live: None,
+            shells: None,
         }
     }
 

@@ -30,6 +30,7 @@ pub mod grep;
 pub mod live;
 pub mod read_file;
 pub mod references;
+pub mod shells;
 pub mod spec;
 pub mod supervisor;
 pub mod syntax;
@@ -42,7 +43,7 @@ use std::path::PathBuf;
 
 pub use context::{FileWatch, ToolContext, WriteHelp};
 use serde::de::DeserializeOwned;
-pub use spec::{schema_of, specs};
+pub use spec::{schema_of, specs, specs_for};
 
 /// True for the tools that write a file's text as the model sent it
 /// (`write_file`, `edit_file`); `bash` may write files too, unseen.
@@ -51,10 +52,11 @@ pub fn writes_text(tool: &str) -> bool {
 }
 
 /// True for pirn's own tools, whose effect on the workspace their result
-/// says (the six, and the plan tool, which has none); an MCP tool may do
+/// says (the six, and the plan and background-shell tools, which have
+/// none); an MCP tool may do
 /// anything.
 pub fn effects_known(tool: &str) -> bool {
-    ALL_TOOLS.contains(&tool) || tool == todo::NAME
+    ALL_TOOLS.contains(&tool) || [todo::NAME, shells::OUTPUT, shells::KILL].contains(&tool)
 }
 
 /// Every tool pirn knows, in the order they are advertised.
@@ -279,7 +281,7 @@ async fn around(cp: &Option<std::sync::Arc<dyn FileWatch>>, f: fn(&dyn FileWatch
     }
 }
 
-fn parse_args<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolError> {
+pub(crate) fn parse_args<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolError> {
     let text = if arguments.trim().is_empty() { "{}" } else { arguments };
     serde_json::from_str(text).map_err(|e| {
         ToolError::Failed(format!(

@@ -5,12 +5,21 @@
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{ALL_TOOLS, bash, edit_file, glob, grep, read_file, write_file};
+use super::{ALL_TOOLS, bash, edit_file, glob, grep, read_file, shells, write_file};
 
 /// The function specs advertised to the model for `enabled` tools (unknown
-/// names are skipped), as chat-completions `tools` entries.
+/// names are skipped), as chat-completions `tools` entries; `bash` without
+/// `run_in_background` (see [`specs_for`]).
 pub fn specs(enabled: &[String]) -> Vec<Value> {
-    ALL_TOOLS
+    specs_for(enabled, false)
+}
+
+/// [`specs`], and with `background` (background shells offered, see
+/// `tools::shells`): `bash` takes `run_in_background`, and `bash_output`
+/// and `kill_shell` follow it when `bash` is enabled.
+pub fn specs_for(enabled: &[String], background: bool) -> Vec<Value> {
+    let entry = |name: &str, description: &str, parameters: Value| json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}});
+    let mut specs: Vec<Value> = ALL_TOOLS
         .iter()
         .filter(|name| enabled.iter().any(|e| e == *name))
         .map(|name| {
@@ -20,11 +29,23 @@ pub fn specs(enabled: &[String]) -> Vec<Value> {
                 "edit_file" => (edit_file::DESCRIPTION, schema_of::<edit_file::Args>()),
                 "glob" => (glob::DESCRIPTION, schema_of::<glob::Args>()),
                 "grep" => (grep::DESCRIPTION, schema_of::<grep::Args>()),
-                _ => (bash::DESCRIPTION, schema_of::<bash::Args>()),
+                _ if background => (bash::DESCRIPTION_BACKGROUND, schema_of::<bash::Args>()),
+                _ => {
+                    let mut schema = schema_of::<bash::Args>();
+                    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                        props.remove("run_in_background");
+                    }
+                    (bash::DESCRIPTION, schema)
+                }
             };
-            json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+            entry(name, description, parameters)
         })
-        .collect()
+        .collect();
+    if background && enabled.iter().any(|e| e == "bash") {
+        specs.push(entry(shells::OUTPUT, shells::OUTPUT_DESCRIPTION, schema_of::<shells::OutputArgs>()));
+        specs.push(entry(shells::KILL, shells::KILL_DESCRIPTION, schema_of::<shells::KillArgs>()));
+    }
+    specs
 }
 
 /// The chat-completions `tools` entry of the plan tool (`todo_write`,

@@ -8,13 +8,13 @@
 
 use super::ApprovalMode;
 
-/// Claude Code's names of pirn's six built-in tools, its plan tool and its
+/// Claude Code's names of pirn's six built-in tools, its plan tool, its
 /// subagent tool (`Agent`, which Claude Code called `Task` before; both
-/// read), as
-/// (Claude, pirn). The arguments stay pirn's own (see
+/// read) and its background-shell tools (`BashOutput` and `KillShell`,
+/// later `TaskOutput` and `TaskStop`; all read), as (Claude, pirn). The arguments stay pirn's own (see
 /// protocol/claude-code.md), but for the plan's, which the surface shows
 /// in Claude Code's shape (`activeForm`).
-pub const TOOL_NAMES: [(&str, &str); 9] = [
+pub const TOOL_NAMES: [(&str, &str); 13] = [
     ("Read", "read_file"),
     ("Write", "write_file"),
     ("Edit", "edit_file"),
@@ -24,6 +24,10 @@ pub const TOOL_NAMES: [(&str, &str); 9] = [
     ("TodoWrite", "todo_write"),
     ("Agent", "task"),
     ("Task", "task"),
+    ("BashOutput", "bash_output"),
+    ("KillShell", "kill_shell"),
+    ("TaskOutput", "bash_output"),
+    ("TaskStop", "kill_shell"),
 ];
 
 /// Claude Code's name of pirn tool `name`; MCP tools (`mcp__server__tool`,

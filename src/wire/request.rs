@@ -130,6 +130,12 @@ pub struct InitConfig {
     /// out; 0.2.0 refuses it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_tool: Option<bool>,
+    /// 0.3.0: offer background shells: `bash` takes `run_in_background`
+    /// and the model reads and stops such commands with `bash_output` and
+    /// `kill_shell` (default true in 0.3.0 when `bash` is offered, unless
+    /// the profile leaves them out; 0.2.0 refuses it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_shells: Option<bool>,
     /// The profile: which help pirn gives the model beyond exact tools
     /// (tolerant edits, the large write held back, parse checks, the
     /// readings of the request), by name from the model-settings table

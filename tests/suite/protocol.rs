@@ -139,7 +139,10 @@ async fn text_answer_streams_deltas_usage_and_one_result() {
     assert_eq!(req.body["messages"][2], json!({"role":"user","content":"say hello"}));
     let tools: Vec<&str> =
         req.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
-    assert_eq!(tools, ["read_file", "write_file", "edit_file", "glob", "grep", "bash", "todo_write"]);
+    assert_eq!(
+        tools,
+        ["read_file", "write_file", "edit_file", "glob", "grep", "bash", "bash_output", "kill_shell", "todo_write"]
+    );
 }
 
 #[tokio::test]
