@@ -4,7 +4,7 @@
 //! Owns: [`ApprovalMode`] (`full-auto`, `auto-edit`, `suggest`, `plan`), the
 //! `config.permissions` rules (`bash(git push*)`, `write_file(.env*)`,
 //! `read_file(secrets/**)`; deny beats ask beats allow), the [`Policy`] that
-//! turns a tool call into a [`Verdict`], and the [`PermissionBroker`] that
+//! turns a tool call into a [`PolicyVerdict`], and the [`PermissionBroker`] that
 //! matches `permission_response` requests (pirn's opt-in extension) to the
 //! calls waiting for them — first answer wins.
 
@@ -117,7 +117,7 @@ pub enum RuleError {
 
 /// What to do with a tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum PolicyVerdict {
     Allow,
     /// Needs the host's approval; the reason says why.
     Ask(String),
@@ -151,7 +151,7 @@ impl Policy {
     /// A file tool's path is matched twice, as written and as the OS
     /// resolves it beneath the workspace, and the stricter verdict holds:
     /// `deny: read_file(secret/**)` also denies `s -> secret/key.txt`.
-    pub fn check(&self, tool: &str, args: &Value, workspace: &Path) -> Verdict {
+    pub fn check(&self, tool: &str, args: &Value, workspace: &Path) -> PolicyVerdict {
         let written = self.by_rules(tool, subject(tool, args, workspace).as_deref());
         let verdict = match resolved_subject(tool, args, workspace) {
             Some(real) => stricter(written, self.by_rules(tool, Some(&real))),
@@ -162,20 +162,20 @@ impl Policy {
         }
         let mode = self.mode.name();
         match self.mode {
-            ApprovalMode::FullAuto => Verdict::Allow,
+            ApprovalMode::FullAuto => PolicyVerdict::Allow,
             ApprovalMode::AutoEdit if tool == "bash" => {
-                Verdict::Ask(format!("bash (execute) requires approval in {mode} mode"))
+                PolicyVerdict::Ask(format!("bash (execute) requires approval in {mode} mode"))
             }
             ApprovalMode::Suggest if tool == "bash" => {
-                Verdict::Ask(format!("bash (execute) requires approval in {mode} mode"))
+                PolicyVerdict::Ask(format!("bash (execute) requires approval in {mode} mode"))
             }
             ApprovalMode::Suggest if writes(tool) => {
-                Verdict::Ask(format!("{tool} (write) requires approval in {mode} mode"))
+                PolicyVerdict::Ask(format!("{tool} (write) requires approval in {mode} mode"))
             }
             ApprovalMode::Plan if writes(tool) => {
-                Verdict::Deny(format!("{tool} is not allowed in plan mode: read, then write the plan"))
+                PolicyVerdict::Deny(format!("{tool} is not allowed in plan mode: read, then write the plan"))
             }
-            _ => Verdict::Allow,
+            _ => PolicyVerdict::Allow,
         }
     }
 }
@@ -183,14 +183,14 @@ impl Policy {
 impl Policy {
     /// What the rules say of `tool` on `subject` (deny beats ask beats
     /// allow); `None` when no rule matches and the mode decides.
-    fn by_rules(&self, tool: &str, subject: Option<&str>) -> Option<Verdict> {
+    fn by_rules(&self, tool: &str, subject: Option<&str>) -> Option<PolicyVerdict> {
         if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
-            return Some(Verdict::Deny(format!("{tool} is denied by the rule {}", rule.text)));
+            return Some(PolicyVerdict::Deny(format!("{tool} is denied by the rule {}", rule.text)));
         }
         if let Some(rule) = self.ask.iter().find(|r| r.matches(tool, subject)) {
-            return Some(Verdict::Ask(format!("{tool} requires approval by the rule {}", rule.text)));
+            return Some(PolicyVerdict::Ask(format!("{tool} requires approval by the rule {}", rule.text)));
         }
-        self.allow.iter().any(|r| r.matches(tool, subject)).then_some(Verdict::Allow)
+        self.allow.iter().any(|r| r.matches(tool, subject)).then_some(PolicyVerdict::Allow)
     }
 
     /// The verdict for calling MCP tool `tool` with `args`: the rules first
@@ -198,18 +198,20 @@ impl Policy {
     /// then the mode. An MCP tool can do anything, so unless its server
     /// marks it read-only it is treated like `bash`: asked in `auto-edit` and
     /// `suggest`, refused in `plan`.
-    pub fn check_mcp(&self, tool: &str, args: &Value, read_only: bool) -> Verdict {
+    pub fn check_mcp(&self, tool: &str, args: &Value, read_only: bool) -> PolicyVerdict {
         if let Some(verdict) = self.by_rules(tool, Some(&args.to_string())) {
             return verdict;
         }
         let mode = self.mode.name();
         match self.mode {
-            _ if read_only => Verdict::Allow,
-            ApprovalMode::FullAuto => Verdict::Allow,
-            ApprovalMode::Plan => Verdict::Deny(format!("{tool} is not allowed in plan mode (not marked read-only)")),
-            ApprovalMode::AutoEdit | ApprovalMode::Suggest => {
-                Verdict::Ask(format!("{tool} (an MCP tool not marked read-only) requires approval in {mode} mode"))
+            _ if read_only => PolicyVerdict::Allow,
+            ApprovalMode::FullAuto => PolicyVerdict::Allow,
+            ApprovalMode::Plan => {
+                PolicyVerdict::Deny(format!("{tool} is not allowed in plan mode (not marked read-only)"))
             }
+            ApprovalMode::AutoEdit | ApprovalMode::Suggest => PolicyVerdict::Ask(format!(
+                "{tool} (an MCP tool not marked read-only) requires approval in {mode} mode"
+            )),
         }
     }
 }
@@ -267,12 +269,12 @@ fn path_field(tool: &str) -> Option<&'static str> {
 
 /// The stricter of two rule verdicts: deny, then ask, then none (the mode
 /// decides), then allow.
-fn stricter(a: Option<Verdict>, b: Option<Verdict>) -> Option<Verdict> {
-    let rank = |v: &Option<Verdict>| match v {
-        Some(Verdict::Deny(_)) => 3,
-        Some(Verdict::Ask(_)) => 2,
+fn stricter(a: Option<PolicyVerdict>, b: Option<PolicyVerdict>) -> Option<PolicyVerdict> {
+    let rank = |v: &Option<PolicyVerdict>| match v {
+        Some(PolicyVerdict::Deny(_)) => 3,
+        Some(PolicyVerdict::Ask(_)) => 2,
         None => 1,
-        Some(Verdict::Allow) => 0,
+        Some(PolicyVerdict::Allow) => 0,
     };
     if rank(&b) > rank(&a) { b } else { a }
 }
@@ -351,15 +353,15 @@ mod tests {
         let write = json!({"file_path": "a.txt", "content": ""});
         let read = json!({"file_path": "a.txt"});
         let p = policy(ApprovalMode::FullAuto, &[], &[], &[]);
-        assert_eq!(p.check("bash", &bash, ws), Verdict::Allow);
+        assert_eq!(p.check("bash", &bash, ws), PolicyVerdict::Allow);
         let p = policy(ApprovalMode::AutoEdit, &[], &[], &[]);
-        assert!(matches!(p.check("bash", &bash, ws), Verdict::Ask(_)));
-        assert_eq!(p.check("write_file", &write, ws), Verdict::Allow);
+        assert!(matches!(p.check("bash", &bash, ws), PolicyVerdict::Ask(_)));
+        assert_eq!(p.check("write_file", &write, ws), PolicyVerdict::Allow);
         let p = policy(ApprovalMode::Suggest, &[], &[], &[]);
-        assert!(matches!(p.check("write_file", &write, ws), Verdict::Ask(_)));
-        assert_eq!(p.check("read_file", &read, ws), Verdict::Allow);
+        assert!(matches!(p.check("write_file", &write, ws), PolicyVerdict::Ask(_)));
+        assert_eq!(p.check("read_file", &read, ws), PolicyVerdict::Allow);
         let p = policy(ApprovalMode::Plan, &[], &[], &[]);
-        assert!(matches!(p.check("edit_file", &write, ws), Verdict::Deny(_)));
+        assert!(matches!(p.check("edit_file", &write, ws), PolicyVerdict::Deny(_)));
         assert!(!p.visible("bash") && p.visible("grep"));
     }
 
@@ -372,15 +374,18 @@ mod tests {
             &["bash(git push*)", "read_file(secrets/**)"],
             &["bash(git commit*)", "write_file(.env*)"],
         );
-        assert!(matches!(p.check("bash", &json!({"command": "git push origin main"}), ws), Verdict::Deny(_)));
-        assert!(matches!(p.check("bash", &json!({"command": "git commit -m x"}), ws), Verdict::Ask(_)));
-        assert_eq!(p.check("bash", &json!({"command": "git status"}), ws), Verdict::Allow);
-        assert!(matches!(p.check("read_file", &json!({"file_path": "./secrets/a/key.pem"}), ws), Verdict::Deny(_)));
-        assert!(matches!(p.check("read_file", &json!({"file_path": "/ws/secrets/key"}), ws), Verdict::Deny(_)));
-        assert_eq!(p.check("read_file", &json!({"file_path": "src/secrets.rs"}), ws), Verdict::Allow);
-        assert!(matches!(p.check("write_file", &json!({"file_path": ".env.local"}), ws), Verdict::Ask(_)));
+        assert!(matches!(p.check("bash", &json!({"command": "git push origin main"}), ws), PolicyVerdict::Deny(_)));
+        assert!(matches!(p.check("bash", &json!({"command": "git commit -m x"}), ws), PolicyVerdict::Ask(_)));
+        assert_eq!(p.check("bash", &json!({"command": "git status"}), ws), PolicyVerdict::Allow);
+        assert!(matches!(
+            p.check("read_file", &json!({"file_path": "./secrets/a/key.pem"}), ws),
+            PolicyVerdict::Deny(_)
+        ));
+        assert!(matches!(p.check("read_file", &json!({"file_path": "/ws/secrets/key"}), ws), PolicyVerdict::Deny(_)));
+        assert_eq!(p.check("read_file", &json!({"file_path": "src/secrets.rs"}), ws), PolicyVerdict::Allow);
+        assert!(matches!(p.check("write_file", &json!({"file_path": ".env.local"}), ws), PolicyVerdict::Ask(_)));
         let strict = policy(ApprovalMode::Suggest, &["bash(cargo test*)"], &[], &[]);
-        assert_eq!(strict.check("bash", &json!({"command": "cargo test --all"}), ws), Verdict::Allow);
+        assert_eq!(strict.check("bash", &json!({"command": "cargo test --all"}), ws), PolicyVerdict::Allow);
         assert!(
             Policy::new(
                 ApprovalMode::FullAuto,

@@ -7,9 +7,9 @@
 //! model back) and [`SendCx::shown`] (a path as the model sees it).
 
 use super::facts::Facts;
+use super::facts::PastCall;
 use super::loop_guard::{Cycles, LoopGuard};
 use super::mode::Mode;
-use super::round::Done;
 use super::verify::Verifier;
 use super::{Emitter, SendSpec, SendStats};
 use crate::approval::{ApprovalMode, PermissionBroker};
@@ -41,11 +41,11 @@ pub struct SendCx<'a> {
     pub cycles: Cycles,
     /// (signature, result) of the previous answer's calls that a repeat
     /// may be answered with.
-    pub previous: Vec<Done>,
+    pub previous: Vec<PastCall>,
     /// Gates that already sent the model back once in this send.
     pub fired: Vec<&'static str>,
     /// The model's reading of the request (the `Asked` gate's), once per send.
-    pub reading: super::gates::Reading,
+    pub reading: super::gates::RequestReading,
     /// One retry after the server said the request does not fit.
     pub context_retry: bool,
     /// Answers the server could not parse or that ran away, asked for again.
@@ -114,7 +114,7 @@ impl<'a> SendCx<'a> {
             cycles: Cycles::default(),
             previous: Vec::new(),
             fired: Vec::new(),
-            reading: super::gates::Reading::NotYet,
+            reading: super::gates::RequestReading::NotYet,
             context_retry: false,
             unreadable: 0,
             last_text: String::new(),

@@ -1,9 +1,10 @@
 //! What one send did, as facts: the typed outcome of each tool call, and
 //! the record the answer gates read.
 //!
-//! Owns: [`CallOutcome`] (what one call did: changed a file, left it as it
-//! was, was held back, found its edit made already, ran a command and how
-//! it exited, was denied, failed, or looked without changing anything) and
+//! Owns: [`CallOutcome`] (what one call did: the tool's own typed
+//! [`Effect`] — changed a file, left it as it was, was held back, found its
+//! edit made already, ran a command and how it exited — or was withheld,
+//! denied, failed, looked without changing anything, or delegated) and
 //! [`Facts`] (the files this send changed with the hash of what each last
 //! write put there, the writes held back and not confirmed since, the
 //! commands run and their exit codes, the calls that failed or were
@@ -16,25 +17,17 @@ use std::path::PathBuf;
 
 use crate::tools::{Effect, ToolOutput};
 
-/// What one tool call did.
+/// What one tool call did: the effect the tool itself reports
+/// ([`CallOutcome::Did`]), or what pirn knows of a call that had none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallOutcome {
-    /// The file now holds exactly what the call wrote (`hash`:
-    /// [`crate::tools::content_hash`]); `relaid`: a rewrite that kept every
-    /// line and changed only white space at their ends.
-    Changed { path: PathBuf, hash: u64, relaid: bool },
-    /// The file already held exactly these bytes; nothing was written.
-    Unchanged { path: PathBuf },
-    /// A rewrite removing most of the file was held back; nothing written.
-    HeldBack { path: PathBuf },
-    /// A command ran; its exit code (`None`: timed out or killed).
-    Ran { exit_code: Option<i32> },
+    /// The tool ran and reports this effect on the workspace (never
+    /// [`Effect::None`]: that is [`CallOutcome::Looked`] or
+    /// [`CallOutcome::Failed`]).
+    Did(Effect),
     /// A write held back because the request was read as asking for no
     /// change (`write_check`): nothing ran.
     Withheld,
-    /// An edit the file already shows made ([`Effect::MadeAlready`]):
-    /// nothing was written.
-    MadeAlready { path: PathBuf },
     /// The approval policy or the user refused the call: nothing ran.
     Denied,
     /// The call failed (bad arguments, a path outside, an edit that did not match).
@@ -52,15 +45,9 @@ impl CallOutcome {
     /// The outcome of a call that ran (or was refused by the tool itself).
     pub fn of(output: &ToolOutput) -> CallOutcome {
         match &output.effect {
-            Effect::Changed { path, hash, relaid, .. } => {
-                CallOutcome::Changed { path: path.clone(), hash: *hash, relaid: *relaid }
-            }
-            Effect::Unchanged { path } => CallOutcome::Unchanged { path: path.clone() },
-            Effect::HeldBack { path } => CallOutcome::HeldBack { path: path.clone() },
-            Effect::MadeAlready { path } => CallOutcome::MadeAlready { path: path.clone() },
-            Effect::Ran { exit_code } => CallOutcome::Ran { exit_code: *exit_code },
             Effect::None if output.is_error => CallOutcome::Failed,
             Effect::None => CallOutcome::Looked,
+            effect => CallOutcome::Did(effect.clone()),
         }
     }
 
@@ -68,12 +55,23 @@ impl CallOutcome {
     /// (it wrote, ran a command, or may have: an MCP tool).
     pub fn may_change_workspace(&self, tool: &str) -> bool {
         match self {
-            CallOutcome::Changed { .. } | CallOutcome::Ran { .. } => true,
+            CallOutcome::Did(Effect::Changed { .. } | Effect::Ran { .. }) => true,
             CallOutcome::Delegated { changed, unseen } => *unseen || !changed.is_empty(),
             CallOutcome::Looked => !crate::tools::effects_known(tool),
             _ => false,
         }
     }
+}
+
+/// One call of a round as a later repeat may be answered with it.
+#[derive(Debug, Clone)]
+pub struct PastCall {
+    /// [`super::loop_guard::call_signature`] of the call.
+    pub signature: String,
+    /// The result the model read.
+    pub text: String,
+    /// The call failed (it will fail again with the same arguments).
+    pub failed: bool,
 }
 
 /// The facts of one send so far.
@@ -108,18 +106,18 @@ impl Facts {
             self.moves += 1;
         }
         match outcome {
-            CallOutcome::Changed { path, hash, .. } => {
+            CallOutcome::Did(Effect::Changed { path, hash, .. }) => {
                 self.changed.insert(path.clone(), *hash);
                 self.touched_since.remove(path);
                 self.held_back.remove(path);
             }
-            CallOutcome::Unchanged { path } => {
+            CallOutcome::Did(Effect::Unchanged { path }) => {
                 self.held_back.remove(path);
             }
-            CallOutcome::HeldBack { path } => {
+            CallOutcome::Did(Effect::HeldBack { path }) => {
                 self.held_back.insert(path.clone());
             }
-            CallOutcome::Ran { exit_code } => {
+            CallOutcome::Did(Effect::Ran { exit_code }) => {
                 self.ran.push(*exit_code);
                 self.touched_since.extend(self.changed.keys().cloned());
             }
@@ -141,7 +139,9 @@ impl Facts {
             CallOutcome::Looked if !crate::tools::effects_known(tool) => {
                 self.touched_since.extend(self.changed.keys().cloned());
             }
-            CallOutcome::Looked | CallOutcome::Withheld | CallOutcome::MadeAlready { .. } => {}
+            CallOutcome::Looked
+            | CallOutcome::Withheld
+            | CallOutcome::Did(Effect::MadeAlready { .. } | Effect::None) => {}
         }
     }
 
@@ -166,20 +166,24 @@ impl Facts {
 mod tests {
     use super::*;
 
+    fn changed(path: &std::path::Path, hash: u64) -> CallOutcome {
+        CallOutcome::Did(Effect::Changed { path: path.to_path_buf(), hash, created: false, relaid: false })
+    }
+
     #[test]
     fn facts_follow_typed_outcomes() {
         let mut f = Facts::default();
         let a = PathBuf::from("/w/a.py");
-        f.record("write_file", &CallOutcome::HeldBack { path: a.clone() });
+        f.record("write_file", &CallOutcome::Did(Effect::HeldBack { path: a.clone() }));
         assert!(f.held_back.contains(&a) && !f.wrote());
-        f.record("write_file", &CallOutcome::Changed { path: a.clone(), hash: 7, relaid: false });
+        f.record("write_file", &changed(&a, 7));
         assert!(f.held_back.is_empty() && f.wrote());
-        f.record("bash", &CallOutcome::Ran { exit_code: Some(1) });
+        f.record("bash", &CallOutcome::Did(Effect::Ran { exit_code: Some(1) }));
         assert!(f.touched_since.contains(&a), "a command ran after the write");
-        f.record("edit_file", &CallOutcome::Changed { path: a.clone(), hash: 8, relaid: false });
+        f.record("edit_file", &changed(&a, 8));
         assert!(f.touched_since.is_empty() && f.changed[&a] == 8);
         f.record("read_file", &CallOutcome::Denied);
-        f.record("write_file", &CallOutcome::Unchanged { path: a.clone() });
+        f.record("write_file", &CallOutcome::Did(Effect::Unchanged { path: a.clone() }));
         f.record("read_file", &CallOutcome::Looked);
         assert_eq!((f.denied, f.ran.clone()), (1, vec![Some(1)]));
         assert_eq!(f.moves, 3, "two writes that changed the file and a command; not a read or a same-bytes write");

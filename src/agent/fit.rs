@@ -77,7 +77,7 @@ pub async fn fit(
     let room = usize::try_from(limit.saturating_mul(BYTES_PER_TOKEN) * 3 / 4).unwrap_or(usize::MAX);
     if let Some(keep_from) = keep_from(conv, room) {
         // The operator's PreCompact hooks hear of it; the request must fit, so it goes on.
-        crate::hooks::pre_compact(config, emit, "auto").await;
+        crate::hooks::pre_compact(&config.hook_scope(), emit, "auto").await;
         compact(config, conv, stats, emit, window, keep_from).await?;
     }
     if estimate(config, conv) <= limit {
@@ -215,7 +215,7 @@ pub async fn compact_now(
     if keep_from <= usize::from(conv.role_of(0) == "system") + 1 {
         return super::Outcome::Ok { response: format!("nothing to compact (about {before} tokens)") };
     }
-    if let Some(reason) = crate::hooks::pre_compact(config, emit, "manual").await.block {
+    if let Some(reason) = crate::hooks::pre_compact(&config.hook_scope(), emit, "manual").await.block {
         let error = ErrorEnvelope::new(ErrorCode::HookBlocked, format!("a PreCompact hook refused: {reason}"));
         return super::fail(emit, error, None, None).await;
     }

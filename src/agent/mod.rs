@@ -22,6 +22,7 @@
 
 pub mod batch;
 pub mod budget;
+pub mod call_context;
 mod cx;
 mod diff;
 pub mod emit;
@@ -61,7 +62,7 @@ use crate::tools;
 use crate::wire::{EditFormat, ErrorCode, ErrorEnvelope, Event};
 use cx::SendCx;
 use gates::{Answer, Review};
-use turn::Step;
+use turn::TurnStep;
 
 /// Runs one send to its end. `conv` already holds the earlier turns.
 pub async fn run(
@@ -104,9 +105,9 @@ pub async fn run(
         }
         steer(&mut cx).await;
         match turn::next(&mut cx).await {
-            Step::Again => {}
-            Step::End(outcome) => return outcome,
-            Step::Calls(turn) => {
+            TurnStep::Again => {}
+            TurnStep::End(outcome) => return outcome,
+            TurnStep::Calls(turn) => {
                 if let Some(end) = round::run(&mut cx, turn).await {
                     return end;
                 }
@@ -114,8 +115,8 @@ pub async fn run(
             // A steer waits and a model call is left for it: the answer
             // is not judged (no check, hook or side call for words the
             // steer supersedes); the model reads the steer next.
-            Step::Answer(_) if room(&cx) && cx.spec.steering.waiting() => {}
-            Step::Answer(completion) => {
+            TurnStep::Answer(_) if room(&cx) && cx.spec.steering.waiting() => {}
+            TurnStep::Answer(completion) => {
                 let cut_off = completion.finish_reason.as_deref() == Some("length");
                 match gates::review(&mut cx, Answer { text: completion.text, cut_off }).await {
                     Review::Accept(_) if room(&cx) && !cx.spec.steering.close_if_empty() => {}
@@ -139,7 +140,7 @@ pub async fn run(
 /// the conversation as a user message; the send works again with tools.
 async fn steer(cx: &mut SendCx<'_>) {
     for (id, text) in cx.spec.steering.take() {
-        let hook = crate::hooks::user_prompt_submit(cx.config, cx.emit, &text).await;
+        let hook = crate::hooks::user_prompt_submit(&cx.config.hook_scope(), cx.emit, &text).await;
         if let Some(reason) = hook.block.as_ref().or(hook.stop.as_ref()) {
             tracing::info!(steer = %id, %reason, "a UserPromptSubmit hook refused a steer");
             continue;

@@ -16,27 +16,17 @@
 //! tool-call budget is spent. Every decision reads [`CallOutcome`]s and
 //! call signatures, never the text of a result or a request.
 
+use super::call_context::CallContext;
 use super::cx::SendCx;
-use super::facts::CallOutcome;
+use super::facts::{CallOutcome, PastCall};
 use super::mode::{Mode, WrapUp};
 use super::outcome::fail;
-use super::tool_call::{self, CallContext};
+use super::tool_call;
 use super::{Outcome, batch, budget, loop_guard};
 use crate::context;
 use crate::model::ToolCall;
-use crate::tools;
+use crate::tools::{self, Effect};
 use crate::wire::{ErrorCode, ErrorEnvelope};
-
-/// One call of a round as a later repeat may be answered with it.
-#[derive(Debug, Clone)]
-pub struct Done {
-    /// [`loop_guard::call_signature`] of the call.
-    pub signature: String,
-    /// The result the model read.
-    pub text: String,
-    /// The call failed (it will fail again with the same arguments).
-    pub failed: bool,
-}
 
 /// The result of each call of an answer that made a loop.
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
@@ -87,8 +77,8 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
     // bytes or lines, or an edit the workspace shows made.
     let rewrote_same = turn.run.iter().zip(&cx.facts.last_round).any(|(call, outcome)| {
         (call.name == "write_file"
-            && matches!(outcome, CallOutcome::Unchanged { .. } | CallOutcome::Changed { relaid: true, .. }))
-            || matches!(outcome, CallOutcome::MadeAlready { .. })
+            && matches!(outcome, CallOutcome::Did(Effect::Unchanged { .. } | Effect::Changed { relaid: true, .. })))
+            || matches!(outcome, CallOutcome::Did(Effect::MadeAlready { .. }))
     });
     if cx.mode == Mode::Work && looks_again {
         if cx.verifier.is_some() && !cx.facts.wrote() {
@@ -126,7 +116,7 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
 /// that nothing has changed since) that did not fail: the model asked again
 /// for results it already has. A repeat of a failed call is not: with other
 /// arguments or another tool it may still find its way.
-pub fn repeats_a_look(previous: &[Done], signatures: &[String]) -> bool {
+pub fn repeats_a_look(previous: &[PastCall], signatures: &[String]) -> bool {
     !signatures.is_empty() && signatures.iter().all(|sig| previous.iter().any(|d| d.signature == *sig && !d.failed))
 }
 
@@ -139,7 +129,7 @@ pub fn repeats_a_look(previous: &[Done], signatures: &[String]) -> bool {
 /// a loop, since its result is the message just before (showing it again
 /// cost up to 2,000 bytes of prompt and changed no answer measured).
 /// Returns each call's (signature, result).
-async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String], looks_again: bool) -> Vec<Done> {
+async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String], looks_again: bool) -> Vec<PastCall> {
     let last = turn.run.len().saturating_sub(1);
     let mut results = Vec::with_capacity(turn.run.len());
     let mut outcomes = Vec::with_capacity(turn.run.len());
@@ -182,7 +172,7 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String
             }
         };
         let failed = matches!(outcome, CallOutcome::Failed | CallOutcome::Denied);
-        results.push(Done { signature, text, failed });
+        results.push(PastCall { signature, text, failed });
         outcomes.push(outcome);
     }
     cx.facts.last_round = outcomes;
@@ -192,13 +182,15 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String
 /// The results of `calls` that a later repeat may be answered with: those
 /// that no later call in the same list may have changed, and none that a
 /// tool held back (asked for again, it must run: that is the confirmation).
-pub fn still_valid(calls: &[ToolCall], outcomes: &[CallOutcome], results: Vec<Done>) -> Vec<Done> {
+pub fn still_valid(calls: &[ToolCall], outcomes: &[CallOutcome], results: Vec<PastCall>) -> Vec<PastCall> {
     let last_change = outcomes.iter().zip(calls).rposition(|(o, c)| o.may_change_workspace(&c.name));
     results
         .into_iter()
         .enumerate()
         .filter(|(i, _)| last_change.is_none_or(|at| *i > at))
-        .filter(|(i, _)| !matches!(outcomes.get(*i), Some(CallOutcome::HeldBack { .. } | CallOutcome::Withheld)))
+        .filter(|(i, _)| {
+            !matches!(outcomes.get(*i), Some(CallOutcome::Did(Effect::HeldBack { .. }) | CallOutcome::Withheld))
+        })
         .map(|(_, r)| r)
         .collect()
 }
@@ -216,17 +208,17 @@ mod tests {
         let calls = [call("read_file"), call("edit_file"), call("bash"), call("grep")];
         let outcomes = [
             CallOutcome::Looked,
-            CallOutcome::Changed { path: "a".into(), hash: 1, relaid: false },
-            CallOutcome::Ran { exit_code: Some(0) },
+            CallOutcome::Did(Effect::Changed { path: "a".into(), hash: 1, created: false, relaid: false }),
+            CallOutcome::Did(Effect::Ran { exit_code: Some(0) }),
             CallOutcome::Looked,
         ];
-        let done = |c: &ToolCall| Done { signature: c.name.clone(), text: "r".to_owned(), failed: false };
-        let results: Vec<Done> = calls.iter().map(done).collect();
+        let done = |c: &ToolCall| PastCall { signature: c.name.clone(), text: "r".to_owned(), failed: false };
+        let results: Vec<PastCall> = calls.iter().map(done).collect();
         let kept: Vec<String> = still_valid(&calls, &outcomes, results).into_iter().map(|d| d.signature).collect();
         assert_eq!(kept, ["grep"], "only what no later call may have changed");
         let writes = [call("write_file"), call("glob")];
-        let outcomes = [CallOutcome::HeldBack { path: "a".into() }, CallOutcome::Looked];
-        let results: Vec<Done> = writes.iter().map(done).collect();
+        let outcomes = [CallOutcome::Did(Effect::HeldBack { path: "a".into() }), CallOutcome::Looked];
+        let results: Vec<PastCall> = writes.iter().map(done).collect();
         let kept: Vec<String> = still_valid(&writes, &outcomes, results).into_iter().map(|d| d.signature).collect();
         assert_eq!(kept, ["glob"], "a held-back write asked for again runs");
     }
@@ -235,7 +227,8 @@ mod tests {
     fn only_calls_that_all_repeat_a_look_that_worked_ask_for_the_answer() {
         let read = ToolCall { id: "1".into(), name: "read_file".into(), arguments: r#"{"file_path":"a"}"#.into() };
         let glob = ToolCall { id: "2".into(), name: "glob".into(), arguments: r#"{"pattern":"*"}"#.into() };
-        let done = |c: &ToolCall, failed| Done { signature: loop_guard::call_signature(c), text: "r".into(), failed };
+        let done =
+            |c: &ToolCall, failed| PastCall { signature: loop_guard::call_signature(c), text: "r".into(), failed };
         let previous = [done(&read, false), done(&glob, true)];
         let sigs = |calls: &[&ToolCall]| calls.iter().map(|c| loop_guard::call_signature(c)).collect::<Vec<_>>();
         assert!(repeats_a_look(&previous, &sigs(&[&read])));

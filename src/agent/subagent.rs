@@ -17,8 +17,8 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use super::call_context::CallContext;
 use super::facts::CallOutcome;
-use super::tool_call::CallContext;
 use super::{Outcome, SendSpec, SendStats};
 use crate::conversation::Conversation;
 use crate::tools::{self, ToolOutput};

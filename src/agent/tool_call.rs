@@ -13,32 +13,16 @@
 
 use serde_json::Value;
 
-use super::emit::Emitter;
+use super::call_context::CallContext;
 use super::facts::CallOutcome;
 use super::{SendStats, diff};
-use crate::approval::{PermissionBroker, Verdict};
-use crate::config::SessionConfig;
+use crate::approval::{PermissionBroker, PolicyVerdict};
 use crate::conversation::Conversation;
 use crate::hooks;
 use crate::model::ToolCall;
 use crate::telemetry::ToolSpan;
-use crate::tools::{self, ToolContext, ToolOutput};
+use crate::tools::{self, ToolOutput};
 use crate::wire::{Decision, Event, ToolCallMade};
-
-/// What one tool call needs from its send.
-pub struct CallContext<'a> {
-    pub config: &'a SessionConfig,
-    pub permissions: &'a PermissionBroker,
-    pub emit: &'a Emitter,
-    pub tools: &'a ToolContext,
-    /// The send's options (its budgets and checkpoints, which a subagent
-    /// shares).
-    pub spec: &'a super::SendSpec,
-    /// The result of a write held back before it ran
-    /// ([`super::gates::hold_write`]): the call does not run, and no hook
-    /// or approval is asked about it.
-    pub held: Option<String>,
-}
 
 /// Runs one tool call and appends its result to the conversation, with
 /// `note` (what pirn did not run of the answer) after it. Returns the
@@ -62,9 +46,9 @@ pub async fn run(
     stats.begin_tool();
     let span = cx.emit.trace().map_or_else(ToolSpan::none, |t| t.tool(&call.name, &call.id));
     let mut hook = match &parsed {
-        Ok(_) if cx.held.is_some() => hooks::Verdict::default(),
-        Ok(args) => hooks::pre_tool_use(cx.config, cx.emit, &call.id, &call.name, args).await,
-        Err(_) => hooks::Verdict::default(),
+        Ok(_) if cx.held.is_some() => hooks::HookVerdict::default(),
+        Ok(args) => hooks::pre_tool_use(&cx.config.hook_scope(), cx.emit, &call.id, &call.name, args).await,
+        Err(_) => hooks::HookVerdict::default(),
     };
     // An operator's hook may give the call other arguments (`updatedInput`):
     // from here on they are the call's, for approval, the run and the record.
@@ -166,7 +150,9 @@ pub async fn run(
         notes.insert(0, Some(format!("a PreToolUse hook changed this call's arguments; it ran with {arguments}")));
     }
     if let (Ok(args), None, None, None) = (&parsed, &hook.block, &hook.stop, &cx.held) {
-        let post = hooks::post_tool_use(cx.config, cx.emit, &call.id, &call.name, args, &text, output.is_error).await;
+        let post =
+            hooks::post_tool_use(&cx.config.hook_scope(), cx.emit, &call.id, &call.name, args, &text, output.is_error)
+                .await;
         notes.extend([post.block.clone(), post.context_text()]);
     }
     for note in notes.into_iter().flatten() {
@@ -256,7 +242,7 @@ const REPEAT_SHOWN: usize = 2000;
 /// `hook` adjusts it (`allow` turns the policy's ask into allow, `ask`
 /// its allow into ask): `Ok` runs it, `Err` carries the refusal (already
 /// announced with `permission_denied`).
-async fn approve(cx: &CallContext<'_>, name: &str, args: &Value, hook: &hooks::Verdict) -> Result<(), String> {
+async fn approve(cx: &CallContext<'_>, name: &str, args: &Value, hook: &hooks::HookVerdict) -> Result<(), String> {
     let config = cx.config;
     let mcp = config.mcp.as_ref().and_then(|m| m.get(name));
     // `execute` answers unknown tools and tools the config did not enable;
@@ -270,19 +256,19 @@ async fn approve(cx: &CallContext<'_>, name: &str, args: &Value, hook: &hooks::V
         None => config.policy.check(name, args, &config.workspace),
     };
     let verdict = match (verdict, hook.permission) {
-        (Verdict::Ask(_), Some(hooks::Permission::Allow)) => Verdict::Allow,
-        (Verdict::Allow, Some(hooks::Permission::Ask)) => {
-            Verdict::Ask(hook.permission_reason.clone().unwrap_or_else(|| "a PreToolUse hook asks".to_owned()))
+        (PolicyVerdict::Ask(_), Some(hooks::Permission::Allow)) => PolicyVerdict::Allow,
+        (PolicyVerdict::Allow, Some(hooks::Permission::Ask)) => {
+            PolicyVerdict::Ask(hook.permission_reason.clone().unwrap_or_else(|| "a PreToolUse hook asks".to_owned()))
         }
         (v, _) => v,
     };
     let reason = match verdict {
-        Verdict::Allow => return Ok(()),
-        Verdict::Deny(reason) => {
+        PolicyVerdict::Allow => return Ok(()),
+        PolicyVerdict::Deny(reason) => {
             cx.emit.emit(Event::PermissionDenied { name: name.to_owned(), reason: reason.clone() }).await;
             return Err(reason);
         }
-        Verdict::Ask(reason) => reason,
+        PolicyVerdict::Ask(reason) => reason,
     };
     let (request_id, answer) = cx.permissions.open();
     cx.emit

@@ -9,7 +9,7 @@
 //! answer the server could not parse, or one whose stream was ended as a
 //! runaway ([`crate::model::runaway`]), is asked for again, at most
 //! [`MAX_UNREADABLE`] times between them) and the line between them and
-//! the errors that end the send. Returns a [`Step`]; decides nothing about the answer.
+//! the errors that end the send. Returns a [`TurnStep`]; decides nothing about the answer.
 
 use super::cx::SendCx;
 use super::mode::Mode;
@@ -21,7 +21,7 @@ use crate::tools::file_blocks;
 use crate::wire::{ErrorCode, ErrorEnvelope, Event};
 
 /// What one turn produced.
-pub enum Step {
+pub enum TurnStep {
     /// An answer without tool calls: the gates judge it.
     Answer(Completion),
     /// Tool calls: the round runs the ones [`batch::plan`] kept.
@@ -43,7 +43,7 @@ const UNREADABLE_NOTE: &str = "Your last answer could not be read: its tool call
      server rejected it). Answer again with one tool call whose arguments are one JSON object, or in plain text.";
 
 /// Makes one model call in `cx.mode`.
-pub async fn next(cx: &mut SendCx<'_>) -> Step {
+pub async fn next(cx: &mut SendCx<'_>) -> TurnStep {
     let (config, emit) = (cx.config, cx.emit);
     // A first request small enough for any window goes out without asking
     // the server for its window (a mock that counts requests sees the chat
@@ -57,9 +57,9 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
         && let Err(error) = fit::fit(config, cx.conv, cx.stats, emit, w).await
     {
         if let Some(done) = super::checked_anyway(cx, "the conversation outgrew the model's context window").await {
-            return Step::End(done);
+            return TurnStep::End(done);
         }
-        return Step::End(fail(emit, error, None, None).await);
+        return TurnStep::End(fail(emit, error, None, None).await);
     }
     if cx.stats.iterations > 0 {
         // The tool round is in the log before the model is asked again.
@@ -76,7 +76,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     };
     let body = match request::body(config, cx.conv, shape, context::answer_room(window, prompt, config.max_tokens)) {
         Ok(b) => b,
-        Err(error) => return Step::End(fail(emit, error, None, None).await),
+        Err(error) => return TurnStep::End(fail(emit, error, None, None).await),
     };
     cx.stats.begin_model();
     let result = call_model(config, body, emit, &cx.spec.meter, &mut cx.stats.fallback, Shown::Deltas).await;
@@ -89,7 +89,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
             let guess = u32::try_from(prompt.saturating_mul(3) / 4).unwrap_or(u32::MAX);
             cx.conv.budget.learn_window(e.window_hint().unwrap_or(guess));
             tracing::info!(window = cx.conv.budget.learned_window, "the request did not fit the context window");
-            return Step::Again;
+            return TurnStep::Again;
         }
         Err(e)
             if format.is_some() && structured::rejects_response_format(e.status(), &format!("{e} {}", e.details())) =>
@@ -97,25 +97,25 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
             // Asked once more without it, and never again in the session.
             tracing::info!("the provider refused response_format: {e}");
             cx.conv.budget.no_response_format = true;
-            return Step::Again;
+            return TurnStep::Again;
         }
         Err(e) if cx.mode == Mode::Act && e.status() == Some(400) => {
             // A provider that refuses `tool_choice: "required"`: asked as
             // an ordinary turn instead (the note already says what to do).
             tracing::info!("the provider refused tool_choice required: {e}");
             cx.mode = Mode::Work;
-            return Step::Again;
+            return TurnStep::Again;
         }
         Err(e) if e.is_unreadable_answer() && cx.unreadable < MAX_UNREADABLE => {
             // The server could not parse the model's tool call: say so and ask again.
             cx.unreadable += 1;
             tracing::info!("the model's answer could not be read: {e}");
             cx.conv.push_note(UNREADABLE_NOTE);
-            return Step::Again;
+            return TurnStep::Again;
         }
         Err(e) => {
             let error = ErrorEnvelope::from(&e);
-            return Step::End(fail(emit, error, None, Some(config.endpoint.provider())).await);
+            return TurnStep::End(fail(emit, error, None, Some(config.endpoint.provider())).await);
         }
     };
     cx.context_retry = false;
@@ -141,10 +141,10 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
                 "Your last answer was stopped and nothing of it ran: {}. Answer again without repeating yourself.",
                 runaway.describe()
             ));
-            return Step::Again;
+            return TurnStep::Again;
         }
         if let Some(done) = super::checked_anyway(cx, "the model's answers kept running away").await {
-            return Step::End(done);
+            return TurnStep::End(done);
         }
         let error = ErrorEnvelope {
             code: ErrorCode::ProviderError,
@@ -154,12 +154,12 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
                 "finish_reason": "length", "repeated": runaway.unit, "repeats": runaway.repeats, "tool": runaway.in_call,
             })),
         };
-        return Step::End(fail(emit, error, Some(cx.account()), None).await);
+        return TurnStep::End(fail(emit, error, Some(cx.account()), None).await);
     }
     if cx.spec.meter.tokens_spent() && !completion.tool_calls.is_empty() {
         // The call that crossed the budget is the last: its calls are not run.
         let error = cx.spec.meter.exceeded();
-        return Step::End(fail(emit, error, Some(cx.account()), None).await);
+        return TurnStep::End(fail(emit, error, Some(cx.account()), None).await);
     }
     let mut completion = completion;
     if completion.tool_calls.is_empty() && config.file_blocks && !cx.mode.no_tools() {
@@ -167,7 +167,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> Step {
     }
     let turn = batch::plan(&completion.tool_calls, config.max_tool_calls_per_turn);
     cx.conv.push_assistant(&completion.text, &turn.run);
-    if completion.tool_calls.is_empty() { Step::Answer(completion) } else { Step::Calls(turn) }
+    if completion.tool_calls.is_empty() { TurnStep::Answer(completion) } else { TurnStep::Calls(turn) }
 }
 
 /// With `file_blocks` on: the calls an answer's text stands for
@@ -179,7 +179,7 @@ fn file_block_calls(config: &crate::config::SessionConfig, completion: &mut Comp
     // of another enabled tool in its text is code shown, not a call.
     let write_only = ["write_file".to_owned()];
     let tools = if config.edit_format == crate::wire::EditFormat::Whole { &write_only[..] } else { &config.tools[..] };
-    let reading = file_blocks::Reading { tools, target: config.file_block_target.as_deref() };
+    let reading = file_blocks::BlockRules { tools, target: config.file_block_target.as_deref() };
     let Some((prose, calls)) = file_blocks::calls(&completion.text, reading) else { return };
     completion.tool_calls = calls
         .into_iter()

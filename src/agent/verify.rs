@@ -52,7 +52,7 @@ pub fn cannot_run(config: &SessionConfig, own: Option<&str>) -> Option<String> {
         ));
     }
     let as_bash = serde_json::json!({ "command": command });
-    if config.policy.check("bash", &as_bash, &config.workspace) != crate::approval::Verdict::Allow {
+    if config.policy.check("bash", &as_bash, &config.workspace) != crate::approval::PolicyVerdict::Allow {
         return Some(format!(
             "the verification command `{command}` would need approval to run as bash under this session's approval \
              policy, and a check never asks; allow it (a permissions rule) or drop the command"

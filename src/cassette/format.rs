@@ -2,11 +2,11 @@
 //! made to the model server, in the order the requests were made.
 //!
 //! A streamed answer is kept as the `data:` payloads of its server-sent
-//! events ([`Chunk`]s, each with the milliseconds since the request), not
+//! events ([`TapeChunk`]s, each with the milliseconds since the request), not
 //! as raw bytes: the payloads are what the answer is made of, and replaying
 //! them re-frames them as `data: …\n\n`. An error answer keeps its status,
 //! body and `Retry-After`; a failure without an answer (no connection, a
-//! broken stream) keeps its kind and message in [`End::Error`]. Request
+//! broken stream) keeps its kind and message in [`TapeEnd::Error`]. Request
 //! headers are never written (they hold the API key); the request body is
 //! written as sent. Schema: `protocol/cassette.schema.json`.
 
@@ -48,9 +48,9 @@ pub struct Exchange {
     pub body: Option<String>,
     /// The events of a streamed answer, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chunks: Vec<Chunk>,
+    pub chunks: Vec<TapeChunk>,
     /// How the exchange ended.
-    pub end: End,
+    pub end: TapeEnd,
 }
 
 /// `POST` (a chat completion) or `GET` (the context-window probe).
@@ -64,7 +64,7 @@ pub enum Method {
 
 /// One server-sent event of a streamed answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Chunk {
+pub struct TapeChunk {
     /// Milliseconds from the request to this event.
     pub t_ms: u64,
     /// The event's `data` (a `chat.completion.chunk` JSON text, or `[DONE]`).
@@ -74,7 +74,7 @@ pub struct Chunk {
 /// How an exchange ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum End {
+pub enum TapeEnd {
     /// The answer was read to its end.
     Done,
     /// pirn stopped reading (the send was cancelled): a replay stalls after

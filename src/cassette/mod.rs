@@ -22,7 +22,7 @@ pub mod replay;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub use format::{Chunk, End, Exchange, FORMAT_VERSION, Method};
+pub use format::{Exchange, FORMAT_VERSION, Method, TapeChunk, TapeEnd};
 pub use record::{Recorder, Tape};
 pub use replay::{Player, ReplayBody, Timing};
 

@@ -4,7 +4,7 @@
 //! Owns: the file and the order of its lines. An exchange is written when
 //! it ends ([`Tape::finish`]) or when pirn stops reading it (a [`Tape`]
 //! dropped unfinished, i.e. a cancelled stream, is written with
-//! [`End::Cut`]), as one `write` of one whole line on an `O_APPEND` file
+//! [`TapeEnd::Cut`]), as one `write` of one whole line on an `O_APPEND` file
 //! followed by `fdatasync`: a crash can lose at most the line being
 //! written, and a torn last line is dropped when the cassette is loaded.
 
@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{CassetteError, Chunk, End, Exchange, FORMAT_VERSION, Method};
+use super::{CassetteError, Exchange, FORMAT_VERSION, Method, TapeChunk, TapeEnd};
 
 /// The record file of the process.
 #[derive(Debug)]
@@ -69,7 +69,7 @@ impl Recorder {
                 retry_after: None,
                 body: None,
                 chunks: Vec::new(),
-                end: End::Cut,
+                end: TapeEnd::Cut,
             }),
         }
     }
@@ -103,7 +103,7 @@ impl Tape {
     pub fn chunk(&mut self, data: &[u8]) {
         let t_ms = self.millis();
         if let Some(e) = &mut self.exchange {
-            e.chunks.push(Chunk { t_ms, data: String::from_utf8_lossy(data).into_owned() });
+            e.chunks.push(TapeChunk { t_ms, data: String::from_utf8_lossy(data).into_owned() });
         }
     }
 
@@ -115,7 +115,7 @@ impl Tape {
     }
 
     /// The exchange ended: it is written now.
-    pub fn finish(&mut self, end: End) {
+    pub fn finish(&mut self, end: TapeEnd) {
         if let Some(mut e) = self.exchange.take() {
             e.end = end;
             self.recorder.append(e);
@@ -125,6 +125,6 @@ impl Tape {
 
 impl Drop for Tape {
     fn drop(&mut self) {
-        self.finish(End::Cut);
+        self.finish(TapeEnd::Cut);
     }
 }

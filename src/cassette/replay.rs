@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::normalize::{first_difference, without_workspace};
-use super::{CassetteError, Chunk, End, Exchange, Method};
+use super::{CassetteError, Exchange, Method, TapeChunk, TapeEnd};
 
 /// How fast a replayed answer streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,8 +170,8 @@ pub enum Replayed {
 /// The body of one replayed streamed answer.
 #[derive(Debug)]
 pub struct ReplayBody {
-    chunks: VecDeque<Chunk>,
-    end: End,
+    chunks: VecDeque<TapeChunk>,
+    end: TapeEnd,
     started: Instant,
     timing: Timing,
 }
@@ -193,9 +193,9 @@ impl ReplayBody {
             return Replayed::Data(chunk.data);
         }
         match &self.end {
-            End::Done => Replayed::Done,
-            End::Error { kind, message } => Replayed::Failed { kind: kind.clone(), message: message.clone() },
-            End::Cut => std::future::pending().await,
+            TapeEnd::Done => Replayed::Done,
+            TapeEnd::Error { kind, message } => Replayed::Failed { kind: kind.clone(), message: message.clone() },
+            TapeEnd::Cut => std::future::pending().await,
         }
     }
 }

@@ -28,6 +28,8 @@
 pub mod rewind;
 pub mod snapshot;
 
+pub use snapshot::Bounds;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -43,21 +45,6 @@ pub fn hash_hex(bytes: &[u8]) -> String {
     format!("{:016x}", crate::tools::content_hash(bytes))
 }
 
-/// How much a send keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bounds {
-    /// Largest file kept, in bytes (default 8 MiB).
-    pub max_file: u64,
-    /// Most bytes kept per send, over its files (default 64 MiB).
-    pub max_send: u64,
-}
-
-impl Default for Bounds {
-    fn default() -> Bounds {
-        Bounds { max_file: 8 << 20, max_send: 64 << 20 }
-    }
-}
-
 /// What a send kept, for its result (`result.checkpoint`, 0.3.0).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Kept {
@@ -71,7 +58,7 @@ pub struct Kept {
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct WatchState {
     seen: HashSet<PathBuf>,
     kept: Kept,
 }
@@ -83,7 +70,7 @@ pub struct SendCheckpoint {
     workspace: PathBuf,
     journal: Journal,
     bounds: Bounds,
-    state: Mutex<State>,
+    state: Mutex<WatchState>,
     /// The session's copies of the workspace's files, for commands.
     shadow: Arc<Mutex<snapshot::Shadow>>,
     /// The walk taken before the command running now.
@@ -111,7 +98,7 @@ impl SendCheckpoint {
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> std::sync::MutexGuard<'_, WatchState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -50,7 +50,7 @@ pub enum RewindError {
 
 /// What [`apply`] will do: each file and the state it goes back to.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub struct RewindPlan {
     /// The `seq` of the send's `send` entry (for the `rewind` entry).
     pub to_seq: u64,
     /// path → (state before, what the last send left: `Some(None)` no
@@ -69,7 +69,7 @@ struct SendLog<'a> {
 /// The plan of a rewind to before send `send_id`, from a session's log.
 ///
 /// Errors: no such send (or it has no checkpoint and no send after it has).
-pub fn plan(entries: &[Stored], send_id: &str) -> Result<Plan, RewindError> {
+pub fn plan(entries: &[Stored], send_id: &str) -> Result<RewindPlan, RewindError> {
     let mut sends: Vec<SendLog> = Vec::new();
     let mut gaps = Vec::new();
     for e in entries {
@@ -111,7 +111,7 @@ pub fn plan(entries: &[Stored], send_id: &str) -> Result<Plan, RewindError> {
     if files.is_empty() {
         return Err(RewindError::NoSuchSend(send_id.to_owned()));
     }
-    Ok(Plan { to_seq: sends[start].seq, files })
+    Ok(RewindPlan { to_seq: sends[start].seq, files })
 }
 
 /// Restores `plan` in `workspace` (canonical): checks every file, then
@@ -120,7 +120,7 @@ pub fn plan(entries: &[Stored], send_id: &str) -> Result<Plan, RewindError> {
 ///
 /// Errors: see the module doc; on any error nothing was written (an I/O
 /// failure midway is reported with the files restored before it).
-pub fn apply(plan: &Plan, workspace: &Path, dry_run: bool) -> Result<Vec<Restored>, RewindError> {
+pub fn apply(plan: &RewindPlan, workspace: &Path, dry_run: bool) -> Result<Vec<Restored>, RewindError> {
     let mut unkept = Vec::new();
     let mut changed = Vec::new();
     let mut targets = BTreeMap::new();

@@ -16,7 +16,20 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::Bounds;
+/// How much a send keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Largest file kept, in bytes (default 8 MiB).
+    pub max_file: u64,
+    /// Most bytes kept per send, over its files (default 64 MiB).
+    pub max_send: u64,
+}
+
+impl Default for Bounds {
+    fn default() -> Bounds {
+        Bounds { max_file: 8 << 20, max_send: 64 << 20 }
+    }
+}
 
 /// Files walked at most; a workspace with more is walked in part (the
 /// files past it are not checkpointed around commands).

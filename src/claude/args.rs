@@ -44,7 +44,7 @@ pub const REFUSED: &[(&str, &str)] = &[
 
 /// `--output-format`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum OutputFormat {
+pub enum ClaudeOutputFormat {
     /// The final answer only.
     #[default]
     Text,
@@ -72,7 +72,7 @@ pub struct ClaudeArgs {
     #[arg(short = 'p', long = "print")]
     pub print: bool,
     #[arg(long, value_enum, default_value_t)]
-    pub output_format: OutputFormat,
+    pub output_format: ClaudeOutputFormat,
     #[arg(long, value_enum, default_value_t)]
     pub input_format: InputFormat,
     /// Accepted (stream-json output is always complete).
@@ -405,7 +405,7 @@ mod tests {
             "stream-json",
         ])
         .unwrap();
-        assert_eq!(a.output_format, OutputFormat::StreamJson);
+        assert_eq!(a.output_format, ClaudeOutputFormat::StreamJson);
         assert_eq!(a.input_format, InputFormat::StreamJson);
         assert_eq!(a.resume.as_deref(), Some("abc"));
         assert_eq!(a.permission_rules().allow, ["read_file", "bash(git diff*)"]);

@@ -16,7 +16,7 @@ use super::input::{ControlIn, ControlResponseIn, UserContent};
 use super::mapping::{approval_mode, claude_name, permission_mode_name};
 use super::translate::uuid;
 use super::wire::{ControlResponseOut, McpServerStatus, Out, OutControl, ResultMsg, SystemInit};
-use super::{CLAUDE_CODE_VERSION, Setup, Surface};
+use super::{CLAUDE_CODE_VERSION, ClaudeSetup, Surface};
 use crate::config::SessionConfig;
 use crate::hooks::callback::{CallbackFuture, ClientHooks};
 use crate::mcp::bridge::{ClientMcp, ClientMcpFuture};
@@ -43,7 +43,7 @@ pub fn prompt_text(content: &UserContent) -> Result<String, String> {
 /// `system`/`init` for a session with `config`; the model and permission
 /// mode are those in force now (`setup`, which `set_model` and
 /// `set_permission_mode` keep current).
-pub fn system_init(config: &SessionConfig, setup: &Setup) -> SystemInit {
+pub fn system_init(config: &SessionConfig, setup: &ClaudeSetup) -> SystemInit {
     let tools = config
         .tool_specs()
         .iter()
@@ -256,7 +256,7 @@ impl Surface {
             let _ = reply.send(answer.map(|a| a.unwrap_or_else(|| json!({}))));
             return;
         }
-        let answer: Option<super::input::PermissionAnswer> =
+        let answer: Option<super::input::CanUseToolAnswer> =
             answer.ok().flatten().and_then(|a| serde_json::from_value(a).ok());
         let Some((rid, args)) = self.asks.remove(&request_id) else { return };
         let Some(session) = &self.session else { return };

@@ -2,7 +2,7 @@
 //!
 //! Owns: the types of what the SDK writes to pirn ([`In`]: prompts,
 //! control requests, answers to pirn's requests; shapes as the SDKs send
-//! them, see [`super::wire`]), [`Input`] (one line, parsed, or why it
+//! them, see [`super::wire`]), [`Incoming`] (one line, parsed, or why it
 //! cannot be) and [`read_stdin`],
 //! which frames stdin with the 10 MiB bound and sends each line on. A
 //! control request whose body cannot be read keeps its `request_id`, so
@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::wire::MAX_LINE_BYTES;
 
 /// One line of stdin, parsed.
-pub(super) enum Input {
+pub(super) enum Incoming {
     Line(Box<In>),
     /// Not a message pirn understands (the reason).
     Bad(String),
@@ -33,8 +33,8 @@ pub(super) enum Input {
 /// bounded at [`MAX_LINE_BYTES`], as the JSONL worker bounds its requests:
 /// a longer one, or one that is not UTF-8, is discarded and reported as a
 /// bad line, and reading goes on.
-pub(super) async fn read_stdin(tx: mpsc::Sender<Input>) {
-    use crate::transport::lines::{Frame, LineFramer};
+pub(super) async fn read_stdin(tx: mpsc::Sender<Incoming>) {
+    use crate::transport::lines::{LineFrame, LineFramer};
     use tokio::io::AsyncReadExt;
     let mut stdin = tokio::io::stdin();
     let mut framer = LineFramer::default();
@@ -43,19 +43,19 @@ pub(super) async fn read_stdin(tx: mpsc::Sender<Input>) {
         eof = matches!(stdin.read_buf(framer.buffer()).await, Ok(0) | Err(_));
         while let Some(frame) = framer.next_frame(eof) {
             let input = match frame {
-                Frame::Line(line) if line.trim().is_empty() => continue,
-                Frame::Line(line) => match serde_json::from_str::<In>(&line) {
-                    Ok(m) => Input::Line(Box::new(m)),
+                LineFrame::Line(line) if line.trim().is_empty() => continue,
+                LineFrame::Line(line) => match serde_json::from_str::<In>(&line) {
+                    Ok(m) => Incoming::Line(Box::new(m)),
                     Err(e) => {
                         let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
                         match value["request_id"].as_str().filter(|_| value["type"] == "control_request") {
-                            Some(id) => Input::BadControl { request_id: id.to_owned(), why: e.to_string() },
-                            None => Input::Bad(format!("{e}: {}", line.chars().take(200).collect::<String>())),
+                            Some(id) => Incoming::BadControl { request_id: id.to_owned(), why: e.to_string() },
+                            None => Incoming::Bad(format!("{e}: {}", line.chars().take(200).collect::<String>())),
                         }
                     }
                 },
-                Frame::TooLong => Input::Bad(format!("a line longer than {MAX_LINE_BYTES} bytes; discarded")),
-                Frame::NotUtf8(e) => Input::Bad(format!("a line that is not valid UTF-8 ({e}); discarded")),
+                LineFrame::TooLong => Incoming::Bad(format!("a line longer than {MAX_LINE_BYTES} bytes; discarded")),
+                LineFrame::NotUtf8(e) => Incoming::Bad(format!("a line that is not valid UTF-8 ({e}); discarded")),
             };
             if tx.send(input).await.is_err() {
                 return;
@@ -192,7 +192,7 @@ impl SystemPromptIn {
 pub enum ControlResponseIn {
     Success {
         request_id: String,
-        /// A [`PermissionAnswer`] for `can_use_tool`; a hook's answer
+        /// A [`CanUseToolAnswer`] for `can_use_tool`; a hook's answer
         /// (the JSON a command hook prints) for `hook_callback`.
         #[serde(default)]
         response: Option<Value>,
@@ -207,7 +207,7 @@ pub enum ControlResponseIn {
 /// The SDK's answer to `can_use_tool`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PermissionAnswer {
+pub struct CanUseToolAnswer {
     /// `allow` or `deny`.
     pub behavior: String,
     #[serde(default)]

@@ -31,13 +31,13 @@ use std::collections::HashMap;
 
 use tokio::sync::mpsc;
 
-use args::{ArgsError, InputFormat, OutputFormat};
+use args::{ArgsError, ClaudeOutputFormat, InputFormat};
 pub use args::{ClaudeArgs, is_claude_invocation};
 use control::SdkCall;
-use input::{In, Input, read_stdin};
+use input::{In, Incoming, read_stdin};
 use open::{Opening, opened};
-use setup::Setup;
-use translate::Turn;
+use setup::ClaudeSetup;
+use translate::ClaudeTurn;
 use wire::{Out, ResultMsg};
 
 use crate::environment::Environment;
@@ -65,7 +65,7 @@ pub async fn main(argv: Vec<String>) -> i32 {
             return 2;
         }
     };
-    let mut setup = match Setup::from_args(&args) {
+    let mut setup = match ClaudeSetup::from_args(&args) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("pirn: {e}");
@@ -109,7 +109,7 @@ pub async fn main(argv: Vec<String>) -> i32 {
                 eprintln!("pirn: no prompt (give it as the argument, on stdin, or use --input-format stream-json)");
                 return 2;
             }
-            let _ = tx.send(Input::Prompt(prompt)).await;
+            let _ = tx.send(Incoming::Prompt(prompt)).await;
             drop(tx);
         }
         InputFormat::StreamJson => {
@@ -146,15 +146,15 @@ pub async fn main(argv: Vec<String>) -> i32 {
 
 /// The process's state.
 struct Surface {
-    output: OutputFormat,
+    output: ClaudeOutputFormat,
     partial: bool,
-    setup: Setup,
+    setup: ClaudeSetup,
     env: Environment,
     session: Option<Session>,
     /// Turns under way, by pirn send id.
-    turns: HashMap<String, Turn>,
+    turns: HashMap<String, ClaudeTurn>,
     /// Steers offered to a running turn, by their id (see [`steer`]).
-    steers: HashMap<String, Turn>,
+    steers: HashMap<String, ClaudeTurn>,
     sends: u64,
     /// `can_use_tool` requests asked: control request id → (pirn's
     /// permission request id, the call's arguments).
@@ -192,7 +192,7 @@ async fn next(rx: &mut Option<mpsc::Receiver<OutgoingMessage>>) -> Option<Outgoi
 impl Surface {
     async fn run(
         mut self,
-        mut rx: mpsc::Receiver<Input>,
+        mut rx: mpsc::Receiver<Incoming>,
         mut calls: mpsc::Receiver<SdkCall>,
         input: InputFormat,
     ) -> i32 {
@@ -269,9 +269,9 @@ impl Surface {
     #[allow(clippy::print_stderr)]
     fn finish(&self, input: InputFormat) -> i32 {
         match (self.output, &self.last) {
-            (OutputFormat::StreamJson, _) => {}
-            (OutputFormat::Json, Some(r)) => write_line(&Out::Result(Box::new(r.clone()))),
-            (OutputFormat::Text, Some(r)) => {
+            (ClaudeOutputFormat::StreamJson, _) => {}
+            (ClaudeOutputFormat::Json, Some(r)) => write_line(&Out::Result(Box::new(r.clone()))),
+            (ClaudeOutputFormat::Text, Some(r)) => {
                 use std::io::Write;
                 if r.is_error {
                     eprintln!("pirn: {}: {}", r.subtype, r.errors.join("; "));
@@ -290,15 +290,15 @@ impl Surface {
     /// everything; the others only control messages, here).
     fn emit(&self, msg: &Out) {
         let control = matches!(msg, Out::ControlRequest { .. } | Out::ControlResponse { .. });
-        if self.output == OutputFormat::StreamJson || control {
+        if self.output == ClaudeOutputFormat::StreamJson || control {
             write_line(msg);
         }
     }
 
     /// One line of input. `Err(code)`: the process must exit.
-    async fn input(&mut self, input: Input) -> Result<(), i32> {
+    async fn input(&mut self, input: Incoming) -> Result<(), i32> {
         match input {
-            Input::Bad(why) => {
+            Incoming::Bad(why) => {
                 tracing::warn!("stdin: not a stream-json message pirn reads: {why}");
                 #[allow(clippy::print_stderr)]
                 {
@@ -306,12 +306,12 @@ impl Surface {
                 }
                 Ok(())
             }
-            Input::BadControl { request_id, why } => {
+            Incoming::BadControl { request_id, why } => {
                 self.respond(request_id, Err(format!("pirn cannot read this control request: {why}")));
                 Ok(())
             }
-            Input::Prompt(text) => self.prompt(text).await,
-            Input::Line(line) => match *line {
+            Incoming::Prompt(text) => self.prompt(text).await,
+            Incoming::Line(line) => match *line {
                 In::User(u) => {
                     let text = match control::prompt_text(&u.message.content) {
                         Ok(t) => t,
@@ -371,9 +371,9 @@ impl Surface {
     }
 
     /// The translation of send `id`'s events.
-    fn new_turn(&self, id: &str) -> Turn {
+    fn new_turn(&self, id: &str) -> ClaudeTurn {
         let session_id = self.session.as_ref().map(|s| s.config().session_id.clone()).unwrap_or_default();
-        let mut turn = Turn::new(&session_id, &self.setup.model, self.partial).for_send(id);
+        let mut turn = ClaudeTurn::new(&session_id, &self.setup.model, self.partial).for_send(id);
         turn.forward_subagent_text = self.setup.forward_subagent_text;
         turn
     }

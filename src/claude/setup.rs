@@ -3,8 +3,8 @@
 //! system prompt, the JSON schema and sometimes MCP servers there) the
 //! `initialize` control request.
 //!
-//! Owns: [`Setup`] — what both give, validated before anything runs — and
-//! [`Setup::init_config`], the one mapping onto pirn's [`InitConfig`].
+//! Owns: [`ClaudeSetup`] — what both give, validated before anything runs — and
+//! [`ClaudeSetup::init_config`], the one mapping onto pirn's [`InitConfig`].
 
 use super::args::{ArgsError, ClaudeArgs};
 use super::input::InitializeIn;
@@ -14,7 +14,7 @@ use crate::wire::{ApprovalMode, InitConfig, InstructionSource, McpServerConfig, 
 
 /// Everything the session is opened with.
 #[derive(Debug, Clone)]
-pub struct Setup {
+pub struct ClaudeSetup {
     pub model: String,
     /// `None`: pirn's base prompt.
     pub system_prompt: Option<String>,
@@ -70,9 +70,9 @@ pub struct Setup {
     pub traceparent: Option<String>,
 }
 
-impl Setup {
+impl ClaudeSetup {
     /// The setup the command line asks for (errors: exit 2).
-    pub fn from_args(a: &ClaudeArgs) -> Result<Setup, ArgsError> {
+    pub fn from_args(a: &ClaudeArgs) -> Result<ClaudeSetup, ArgsError> {
         let (mcp, sdk_mcp) = a.mcp_servers()?;
         let json_schema = match &a.json_schema {
             None => None,
@@ -90,7 +90,7 @@ impl Setup {
             None => crate::wire::Agents::default(),
             Some(json) => serde_json::from_str(json).map_err(|e| ArgsError::Invalid(format!("--agents: {e}")))?,
         };
-        Ok(Setup {
+        Ok(ClaudeSetup {
             agents,
             task_tool: a.task_tool(),
             forward_subagent_text: false,

@@ -7,7 +7,7 @@
 //! with `later`, is queued as a turn of its own, as Claude Code does with
 //! a follow-up written during a turn.
 //!
-//! Owns the steers offered: each keeps a translation ([`super::Turn`])
+//! Owns the steers offered: each keeps a translation ([`super::ClaudeTurn`])
 //! until the running send's result lists it as taken, or until it turns
 //! out to be a send of its own (the running send ended before taking it),
 //! whose events and result are then shown like any turn's.

@@ -1,6 +1,6 @@
 //! pirn's session events as Claude Code's stream-json messages.
 //!
-//! Owns: [`Turn`], the state of one turn (one pirn send) on this surface:
+//! Owns: [`ClaudeTurn`], the state of one turn (one pirn send) on this surface:
 //! the text streamed since the last block ended (flushed as one assistant
 //! text message when a tool call starts or the turn ends), the partial
 //! message open on `stream_event` (when asked), the permission denials,
@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::mapping::claude_name;
 use super::wire::{
-    AssistantBody, AssistantMsg, Block, ClaudeUsage, MessageDelta, Out, PermissionDenial, ResultMsg, StreamEvent,
+    AssistantBody, AssistantMsg, Block, ClaudeMessageDelta, ClaudeUsage, Out, PermissionDenial, ResultMsg, StreamEvent,
     StreamEventMsg, TextDelta, UserBody, UserMsg,
 };
 use crate::wire::{ErrorCode, Event, SendResult, Status, StopReason};
@@ -36,7 +36,7 @@ struct Call {
 }
 
 /// One turn being translated.
-pub struct Turn {
+pub struct ClaudeTurn {
     session_id: String,
     model: String,
     partial: bool,
@@ -64,7 +64,7 @@ pub struct Turn {
     /// messages carry as `parent_tool_use_id`.
     parent: Option<String>,
     /// The subagents running, by the pirn id of their `task` call.
-    children: Vec<(String, Turn)>,
+    children: Vec<(String, ClaudeTurn)>,
     /// Subagents' text is written too (`forwardSubagentText`).
     pub forward_subagent_text: bool,
     /// The Claude id of the last tool call started (a subagent's
@@ -72,9 +72,9 @@ pub struct Turn {
     last_started: String,
 }
 
-impl Turn {
+impl ClaudeTurn {
     /// The same turn, of pirn send `send_id`.
-    pub fn for_send(mut self, send_id: &str) -> Turn {
+    pub fn for_send(mut self, send_id: &str) -> ClaudeTurn {
         send_id.clone_into(&mut self.send_id);
         self
     }
@@ -88,8 +88,8 @@ impl Turn {
 
     /// A turn of session `session_id` on `model`; `partial`: write
     /// `stream_event` messages too.
-    pub fn new(session_id: &str, model: &str, partial: bool) -> Turn {
-        Turn {
+    pub fn new(session_id: &str, model: &str, partial: bool) -> ClaudeTurn {
+        ClaudeTurn {
             session_id: session_id.to_owned(),
             model: model.to_owned(),
             partial,
@@ -231,8 +231,8 @@ impl Turn {
     fn flush(&mut self, out: &mut Vec<Out>, stop: Option<&str>) {
         if let Some(index) = self.open.take() {
             out.push(self.stream(StreamEvent::ContentBlockStop { index }));
-            let delta = MessageDelta { stop_reason: stop.map(str::to_owned), stop_sequence: None };
-            out.push(self.stream(StreamEvent::MessageDelta { delta, usage: ClaudeUsage::default() }));
+            let delta = ClaudeMessageDelta { stop_reason: stop.map(str::to_owned), stop_sequence: None };
+            out.push(self.stream(StreamEvent::ClaudeMessageDelta { delta, usage: ClaudeUsage::default() }));
             out.push(self.stream(StreamEvent::MessageStop));
         }
         if !self.text.trim().is_empty() {
@@ -336,7 +336,7 @@ mod tests {
 
     #[test]
     fn text_then_a_tool_call_then_its_result_then_text() {
-        let mut t = Turn::new("s1", "m", true);
+        let mut t = ClaudeTurn::new("s1", "m", true);
         let mut lines = Vec::new();
         lines.extend(t.event(&Event::ContentDelta { text: "Look".into() }));
         lines.extend(t.event(&Event::ToolStart {
@@ -376,7 +376,7 @@ mod tests {
 
     #[test]
     fn a_model_calls_usage_goes_on_the_first_assistant_message_after_it_once() {
-        let mut t = Turn::new("s1", "m", false);
+        let mut t = ClaudeTurn::new("s1", "m", false);
         let usage =
             crate::wire::Usage { prompt_tokens: 900, completion_tokens: 12, total_tokens: 912, ..Default::default() };
         let start = |id: &str| Event::ToolStart { name: "glob".into(), args: json!({}), call_id: Some(id.into()) };

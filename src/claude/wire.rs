@@ -186,7 +186,7 @@ pub enum StreamEvent {
     ContentBlockStart { index: u32, content_block: Block },
     ContentBlockDelta { index: u32, delta: TextDelta },
     ContentBlockStop { index: u32 },
-    MessageDelta { delta: MessageDelta, usage: ClaudeUsage },
+    ClaudeMessageDelta { delta: ClaudeMessageDelta, usage: ClaudeUsage },
     MessageStop,
 }
 
@@ -201,7 +201,7 @@ pub struct TextDelta {
 
 /// The `delta` of `message_delta`.
 #[derive(Debug, Clone, Serialize)]
-pub struct MessageDelta {
+pub struct ClaudeMessageDelta {
     pub stop_reason: Option<String>,
     pub stop_sequence: Option<String>,
 }

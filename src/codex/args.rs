@@ -1,6 +1,6 @@
 //! `pirn exec`'s command line: Codex's `codex exec` flags as the Codex
 //! SDK (`@openai/codex-sdk` 0.163.0, its `exec.ts`) passes them, parsed
-//! once into [`ExecArgs`] and then into a [`Setup`] — pirn's init config,
+//! once into [`ExecArgs`] and then into a [`CodexSetup`] — pirn's init config,
 //! the send's options and what the surface itself needs — or refused with
 //! an [`ExecError`] that names the flag and why.
 //!
@@ -132,7 +132,7 @@ pub enum Resume {
 
 /// What the command line asks for, checked.
 #[derive(Debug, Clone)]
-pub struct Setup {
+pub struct CodexSetup {
     pub config: InitConfig,
     pub output_schema: Option<serde_json::Value>,
     /// `--config openai_base_url=…`: the endpoint, over pirn's variables.
@@ -188,7 +188,7 @@ pub fn in_git_repo(dir: &Path) -> bool {
 impl ExecArgs {
     /// Checks the command line and builds the setup. `operator_sandbox_off`:
     /// the environment's `PIRN_SANDBOX` is `off`.
-    pub fn setup(&self, operator_sandbox_off: bool) -> Result<Setup, ExecError> {
+    pub fn setup(&self, operator_sandbox_off: bool) -> Result<CodexSetup, ExecError> {
         if !self.image.is_empty() {
             return Err(refuse("--image: pirn sends the model text only; images are not supported"));
         }
@@ -297,7 +297,7 @@ impl ExecArgs {
             traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
             ..InitConfig::default()
         };
-        Ok(Setup {
+        Ok(CodexSetup {
             config,
             output_schema,
             base_url,
@@ -315,13 +315,13 @@ mod tests {
     use clap::Parser;
 
     #[derive(Parser)]
-    struct Cli {
+    struct CodexCli {
         #[command(flatten)]
         exec: ExecArgs,
     }
 
     fn parse(args: &[&str]) -> ExecArgs {
-        Cli::try_parse_from(std::iter::once("exec").chain(args.iter().copied())).unwrap().exec
+        CodexCli::try_parse_from(std::iter::once("exec").chain(args.iter().copied())).unwrap().exec
     }
 
     #[test]

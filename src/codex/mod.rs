@@ -3,7 +3,7 @@
 //! pirn, and `pirn exec PROMPT` for a shell.
 //!
 //! Owns: the process — its [`args`] (Codex's flags, checked into a
-//! [`Setup`]), the prompt (the argument, else stdin to its end, as the SDK
+//! [`CodexSetup`]), the prompt (the argument, else stdin to its end, as the SDK
 //! writes it), one pirn [`Session`] opened as every transport opens one
 //! (protocol 0.3.0, the store, the model endpoint from
 //! `--config openai_base_url` and `CODEX_API_KEY` over pirn's own
@@ -28,9 +28,9 @@ use std::io::Write;
 use tokio::sync::mpsc;
 
 pub use args::ExecArgs;
-use args::{Resume, Setup};
+use args::{CodexSetup, Resume};
 use events::ThreadEvent;
-use translate::Turn;
+use translate::CodexTurn;
 
 use crate::config::Limits;
 use crate::environment::Environment;
@@ -132,7 +132,7 @@ pub async fn main(args: ExecArgs) -> i32 {
 
 /// Opens the session, runs the one send, writes its events; the exit code.
 #[allow(clippy::print_stderr)]
-async fn run(setup: Setup, config: crate::wire::InitConfig, env: Environment, prompt: String) -> i32 {
+async fn run(setup: CodexSetup, config: crate::wire::InitConfig, env: Environment, prompt: String) -> i32 {
     let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
     let session = match Session::open(Some(PROTOCOL_VERSION), &config, &env, Limits::default(), outbox).await {
         Ok(s) => s,
@@ -149,7 +149,7 @@ async fn run(setup: Setup, config: crate::wire::InitConfig, env: Environment, pr
     if let Err(e) = session.send_with("1".to_owned(), prompt, &options) {
         return refused(&e.to_string());
     }
-    let writer = tokio::spawn(write_turn(rx, Turn::new(&workspace), setup.json));
+    let writer = tokio::spawn(write_turn(rx, CodexTurn::new(&workspace), setup.json));
     let mut signals = crate::transport::signal::shutdown_signal();
     let interrupt = async {
         signals.recv().await;
@@ -173,7 +173,7 @@ async fn run(setup: Setup, config: crate::wire::InitConfig, env: Environment, pr
 /// returns the send's result and the last message.
 async fn write_turn(
     mut rx: mpsc::Receiver<OutgoingMessage>,
-    mut turn: Turn,
+    mut turn: CodexTurn,
     json: bool,
 ) -> (Option<SendResult>, Option<String>) {
     let mut result = None;

@@ -1,6 +1,6 @@
 //! pirn's events of one send as the Codex SDK's thread items.
 //!
-//! Owns: [`Turn`], the state of the one turn `pirn exec` runs: the text
+//! Owns: [`CodexTurn`], the state of the one turn `pirn exec` runs: the text
 //! streamed since the last tool call (an `agent_message` once a call
 //! starts), the items open by pirn call id, the plan's `todo_list` item,
 //! and the turn's end (`turn.completed` or `turn.failed`) built from the
@@ -31,7 +31,7 @@ use crate::wire::{ErrorCode, Event, SendResult, Status, TodoStatus};
 const LIVE_CAP: usize = 64 * 1024;
 
 /// One turn being translated.
-pub struct Turn {
+pub struct CodexTurn {
     /// The workspace (whether a written file existed before).
     cwd: PathBuf,
     next_item: u32,
@@ -43,10 +43,10 @@ pub struct Turn {
     pub last_message: Option<String>,
 }
 
-impl Turn {
+impl CodexTurn {
     /// A turn in workspace `cwd`.
-    pub fn new(cwd: &Path) -> Turn {
-        Turn {
+    pub fn new(cwd: &Path) -> CodexTurn {
+        CodexTurn {
             cwd: cwd.to_owned(),
             next_item: 0,
             text: String::new(),

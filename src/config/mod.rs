@@ -413,6 +413,18 @@ impl SessionConfig {
         })
     }
 
+    /// What the session's hooks need of it (see [`crate::hooks::HookScope`]).
+    pub fn hook_scope(&self) -> crate::hooks::HookScope<'_> {
+        crate::hooks::HookScope {
+            hooks: self.hooks.as_deref(),
+            session_id: &self.session_id,
+            workspace: &self.workspace,
+            mode: self.policy.mode,
+            sandbox: &self.sandbox,
+            env_passthrough: &self.env_passthrough,
+        }
+    }
+
     /// Chat-completions `tools` entries for the enabled tools, built on first
     /// use (nothing tool-related is built before a send needs it); none in
     /// the whole-file edit format, where the model answers in text.

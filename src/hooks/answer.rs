@@ -5,7 +5,7 @@
 //! `SessionStart`, else only logged); exit 2 blocks with stderr as the
 //! reason; any other exit, a timeout or a hook that cannot start is a
 //! non-blocking error (logged; the send goes on). And folding the runs of
-//! one event into one [`Verdict`] ([`Verdict::fold`]): any block blocks,
+//! one event into one [`HookVerdict`] ([`HookVerdict::fold`]): any block blocks,
 //! `deny` beats `ask` beats `allow`, contexts join in order.
 //!
 //! The JSON answer's fields (Claude Code's): `continue: false` with
@@ -38,7 +38,7 @@ pub enum Permission {
 
 /// What the hooks of one event decided together.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Verdict {
+pub struct HookVerdict {
     /// Blocked (exit 2, `decision: "block"`, `permissionDecision: "deny"`),
     /// with the reasons.
     pub block: Option<String>,
@@ -55,9 +55,9 @@ pub struct Verdict {
     pub updated_input: Option<Value>,
 }
 
-impl Verdict {
+impl HookVerdict {
     /// Folds `other` (a later hook of the same event) into `self`.
-    pub fn fold(&mut self, other: Verdict) {
+    pub fn fold(&mut self, other: HookVerdict) {
         self.block = match (self.block.take(), other.block) {
             (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
             (a, b) => a.or(b),
@@ -80,7 +80,7 @@ impl Verdict {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct Output {
+struct HookOutput {
     #[serde(rename = "continue")]
     keep_going: Option<bool>,
     stop_reason: Option<String>,
@@ -100,8 +100,8 @@ struct Specific {
 
 /// How one run reads as a verdict, and the `hook_end` outcome word (`ok`,
 /// `blocked`, `error`, `timeout`).
-pub fn read(event: HookEvent, ran: &Ran) -> (Verdict, &'static str) {
-    let mut v = Verdict::default();
+pub fn read(event: HookEvent, ran: &Ran) -> (HookVerdict, &'static str) {
+    let mut v = HookVerdict::default();
     match &ran.exit {
         Exit::Code(0) => {}
         Exit::Code(2) => {
@@ -119,7 +119,7 @@ pub fn read(event: HookEvent, ran: &Ran) -> (Verdict, &'static str) {
         }
         return (v, "ok");
     }
-    let Ok(o) = serde_json::from_str::<Output>(out) else {
+    let Ok(o) = serde_json::from_str::<HookOutput>(out) else {
         tracing::warn!(event = event.name(), "a hook's stdout starts like JSON but is not a valid answer; ignored");
         return (v, "ok");
     };
@@ -173,7 +173,7 @@ mod tests {
         let (v, o) = read(HookEvent::PreToolUse, &ran(2, "", "no writes to .env\n"));
         assert_eq!((v.block.as_deref(), o), (Some("no writes to .env"), "blocked"));
         let (v, o) = read(HookEvent::PreToolUse, &ran(1, "", "oops"));
-        assert_eq!((v, o), (Verdict::default(), "error"));
+        assert_eq!((v, o), (HookVerdict::default(), "error"));
         let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"policy"}}"#;
         assert_eq!(read(HookEvent::PreToolUse, &ran(0, deny, "")).0.block.as_deref(), Some("policy"));
         let ask = r#"{"hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"check"}}"#;
@@ -200,10 +200,10 @@ mod tests {
 
     #[test]
     fn fold_keeps_every_block_and_the_strongest_permission() {
-        let mut v = Verdict { permission: Some(Permission::Allow), ..Verdict::default() };
-        v.fold(Verdict { permission: Some(Permission::Ask), context: vec!["a".into()], ..Verdict::default() });
-        v.fold(Verdict { block: Some("x".into()), context: vec!["b".into()], ..Verdict::default() });
-        v.fold(Verdict { block: Some("y".into()), ..Verdict::default() });
+        let mut v = HookVerdict { permission: Some(Permission::Allow), ..HookVerdict::default() };
+        v.fold(HookVerdict { permission: Some(Permission::Ask), context: vec!["a".into()], ..HookVerdict::default() });
+        v.fold(HookVerdict { block: Some("x".into()), context: vec!["b".into()], ..HookVerdict::default() });
+        v.fold(HookVerdict { block: Some("y".into()), ..HookVerdict::default() });
         assert_eq!(v.permission, Some(Permission::Ask));
         assert_eq!(v.block.as_deref(), Some("x\ny"));
         assert_eq!(v.context_text().as_deref(), Some("a\nb"));

@@ -167,10 +167,10 @@ impl super::Hooks {
             for g in groups {
                 let matcher = super::Matcher::new(g.matcher.as_deref())?;
                 let timeout = super::timeout_of(name, g.timeout)?;
-                let commands: Vec<super::Command> = g
+                let commands: Vec<super::HookAction> = g
                     .hook_callback_ids
                     .iter()
-                    .map(|id| super::Command {
+                    .map(|id| super::HookAction {
                         line: id.clone(),
                         timeout,
                         callback: true,

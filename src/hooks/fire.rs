@@ -1,6 +1,6 @@
 //! Firing an event's hooks: every command and callback whose matcher
 //! takes the event's subjects, in parallel, each announced with
-//! `hook_start` / `hook_end`, their answers folded into one [`Verdict`].
+//! `hook_start` / `hook_end`, their answers folded into one [`HookVerdict`].
 //!
 //! Owns: [`fire`] and the run of one hook (a command through
 //! [`super::process`], a callback through [`super::callback`], whose
@@ -10,36 +10,35 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::{Announce, Command, HookEvent, Verdict, answer, callback, process};
-use crate::config::SessionConfig;
+use super::{Announce, HookAction, HookEvent, HookScope, HookVerdict, answer, callback, process};
 use crate::wire::Event;
 use crate::wire::claude_names::permission_mode_name;
 
 /// Runs `event`'s hooks matching `subjects` with `fields` added to the
 /// common input, in parallel, and folds their answers.
 pub(super) async fn fire(
-    config: &SessionConfig,
+    config: &HookScope<'_>,
     out: &impl Announce,
     event: HookEvent,
     subjects: &[&str],
     fields: Value,
-) -> Verdict {
-    let Some(hooks) = config.hooks.as_deref() else { return Verdict::default() };
+) -> HookVerdict {
+    let Some(hooks) = config.hooks else { return HookVerdict::default() };
     let commands = hooks.matching(event, subjects);
     if commands.is_empty() {
-        return Verdict::default();
+        return HookVerdict::default();
     }
     let mut input = Map::new();
     input.insert("session_id".into(), json!(config.session_id));
     input.insert("cwd".into(), json!(config.workspace));
     input.insert("hook_event_name".into(), json!(event.name()));
-    input.insert("permission_mode".into(), json!(permission_mode_name(config.policy.mode)));
+    input.insert("permission_mode".into(), json!(permission_mode_name(config.mode)));
     if let Value::Object(f) = fields {
         input.extend(f);
     }
     let input = serde_json::to_vec(&input).unwrap_or_default();
     let runs = commands.into_iter().map(|c| run_one(config, hooks.client.as_deref(), out, event, c, &input));
-    let mut verdict = Verdict::default();
+    let mut verdict = HookVerdict::default();
     for v in futures_util::future::join_all(runs).await {
         verdict.fold(v);
     }
@@ -47,13 +46,13 @@ pub(super) async fn fire(
 }
 
 async fn run_one(
-    config: &SessionConfig,
+    config: &HookScope<'_>,
     client: Option<&dyn callback::ClientHooks>,
     out: &impl Announce,
     event: HookEvent,
-    c: &Command,
+    c: &HookAction,
     input: &[u8],
-) -> Verdict {
+) -> HookVerdict {
     let name = event.name().to_owned();
     // A callback is shown as `callback:ID` where a command shows its line.
     let shown = if c.callback { format!("callback:{}", c.line) } else { c.line.clone() };

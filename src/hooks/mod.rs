@@ -45,10 +45,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-pub use answer::{Permission, Verdict};
+pub use answer::{HookVerdict, Permission};
 use fire::fire;
 
-use crate::config::SessionConfig;
 use crate::wire::claude_names::claude_tool_name;
 use crate::wire::{Event, HooksConfig};
 
@@ -123,7 +122,7 @@ impl Matcher {
 
 /// One command of a group, or (`callback`) the id of a client's callback.
 #[derive(Debug, Clone)]
-struct Command {
+struct HookAction {
     line: String,
     timeout: Duration,
     callback: bool,
@@ -135,7 +134,7 @@ struct Command {
 /// callbacks.
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
-    groups: Vec<(HookEvent, Matcher, Vec<Command>)>,
+    groups: Vec<(HookEvent, Matcher, Vec<HookAction>)>,
     /// Who runs the callbacks (set with them).
     client: Option<Arc<dyn callback::ClientHooks>>,
 }
@@ -174,7 +173,7 @@ impl Hooks {
                         return Err(format!("hooks.{name}: a command is empty"));
                     }
                     let timeout = timeout_of(name, h.timeout)?;
-                    commands.push(Command {
+                    commands.push(HookAction {
                         line: h.command.clone(),
                         timeout,
                         callback: false,
@@ -200,8 +199,8 @@ impl Hooks {
     }
 
     /// The commands `event` runs for `subjects`, each once.
-    fn matching(&self, event: HookEvent, subjects: &[&str]) -> Vec<&Command> {
-        let mut out: Vec<&Command> = Vec::new();
+    fn matching(&self, event: HookEvent, subjects: &[&str]) -> Vec<&HookAction> {
+        let mut out: Vec<&HookAction> = Vec::new();
         for (_, _, commands) in self.groups.iter().filter(|(e, m, _)| *e == event && m.takes(subjects)) {
             for c in commands {
                 if !out.iter().any(|o| o.line == c.line && o.callback == c.callback) {
@@ -227,12 +226,28 @@ impl Announce for Silent {
     async fn announce(&self, _event: Event) {}
 }
 
-fn has(config: &SessionConfig, event: HookEvent) -> bool {
-    config.hooks.as_deref().is_some_and(|h| h.has(event))
+/// What running a hook needs of its session: its compiled hooks, its id,
+/// workspace and approval mode (in every hook's input), and the sandbox
+/// and environment a command hook runs under. Built by the session's
+/// config (`SessionConfig::hook_scope`), so the hooks know nothing of the
+/// config.
+#[derive(Clone, Copy)]
+pub struct HookScope<'a> {
+    /// `None`: the session has no hooks (every event is a no-op).
+    pub hooks: Option<&'a Hooks>,
+    pub session_id: &'a str,
+    pub workspace: &'a std::path::Path,
+    pub mode: crate::wire::ApprovalMode,
+    pub sandbox: &'a crate::sandbox::Sandbox,
+    pub env_passthrough: &'a [String],
+}
+
+fn has(config: &HookScope<'_>, event: HookEvent) -> bool {
+    config.hooks.is_some_and(|h| h.has(event))
 }
 
 /// The tool fields of a hook's input.
-fn tool_fields(config: &SessionConfig, call_id: &str, name: &str, args: &Value) -> Map<String, Value> {
+fn tool_fields(config: &HookScope<'_>, call_id: &str, name: &str, args: &Value) -> Map<String, Value> {
     let mut input = args.clone();
     if let Some(path) = input.get_mut("file_path")
         && let Some(p) = path.as_str()
@@ -251,14 +266,14 @@ fn tool_fields(config: &SessionConfig, call_id: &str, name: &str, args: &Value) 
 /// `PreToolUse`: before tool call `call_id` (`name`, parsed `args`) runs.
 /// A `block` means it must not run (the reason goes to the model).
 pub async fn pre_tool_use(
-    config: &SessionConfig,
+    config: &HookScope<'_>,
     out: &impl Announce,
     call_id: &str,
     name: &str,
     args: &Value,
-) -> Verdict {
+) -> HookVerdict {
     if !has(config, HookEvent::PreToolUse) {
-        return Verdict::default();
+        return HookVerdict::default();
     }
     let fields = Value::Object(tool_fields(config, call_id, name, args));
     fire(config, out, HookEvent::PreToolUse, &[name, claude_tool_name(name)], fields).await
@@ -267,16 +282,16 @@ pub async fn pre_tool_use(
 /// `PostToolUse`: after the call ran with result `output`. Its context and
 /// block reasons are for the model, after the result.
 pub async fn post_tool_use(
-    config: &SessionConfig,
+    config: &HookScope<'_>,
     out: &impl Announce,
     call_id: &str,
     name: &str,
     args: &Value,
     output: &str,
     is_error: bool,
-) -> Verdict {
+) -> HookVerdict {
     if !has(config, HookEvent::PostToolUse) {
-        return Verdict::default();
+        return HookVerdict::default();
     }
     let mut fields = tool_fields(config, call_id, name, args);
     fields.insert("tool_response".into(), json!({"output": output, "is_error": is_error}));
@@ -285,9 +300,9 @@ pub async fn post_tool_use(
 
 /// `UserPromptSubmit`: before a send's message reaches the model. A
 /// `block` (or `stop`) refuses the send; the context joins the message.
-pub async fn user_prompt_submit(config: &SessionConfig, out: &impl Announce, prompt: &str) -> Verdict {
+pub async fn user_prompt_submit(config: &HookScope<'_>, out: &impl Announce, prompt: &str) -> HookVerdict {
     if !has(config, HookEvent::UserPromptSubmit) {
-        return Verdict::default();
+        return HookVerdict::default();
     }
     fire(config, out, HookEvent::UserPromptSubmit, &[], json!({"prompt": prompt})).await
 }
@@ -298,7 +313,7 @@ pub async fn user_prompt_submit(config: &SessionConfig, out: &impl Announce, pro
 /// and calls it again. `active` is Claude Code's `stop_hook_active`: set
 /// once a Stop hook kept this send going (hooks read it to avoid looping;
 /// `max_iterations` bounds it anyway).
-pub async fn on_stop(config: &SessionConfig, out: &impl Announce, active: &mut bool, answer: &str) -> Option<String> {
+pub async fn on_stop(config: &HookScope<'_>, out: &impl Announce, active: &mut bool, answer: &str) -> Option<String> {
     if !has(config, HookEvent::Stop) {
         return None;
     }
@@ -314,7 +329,7 @@ pub async fn on_stop(config: &SessionConfig, out: &impl Announce, active: &mut b
 
 /// `SessionStart` (`source`: `startup` or `resume`): its context is for
 /// the model, at the start of the conversation.
-pub async fn session_start(config: &SessionConfig, source: &str) -> Option<String> {
+pub async fn session_start(config: &HookScope<'_>, source: &str) -> Option<String> {
     if !has(config, HookEvent::SessionStart) {
         return None;
     }
@@ -323,7 +338,7 @@ pub async fn session_start(config: &SessionConfig, source: &str) -> Option<Strin
 
 /// `SessionEnd` (`reason`: `other`, as pirn's sessions end by their
 /// client closing them). Answers are not acted on.
-pub async fn session_end(config: &SessionConfig, reason: &str) {
+pub async fn session_end(config: &HookScope<'_>, reason: &str) {
     if has(config, HookEvent::SessionEnd) {
         fire(config, &Silent, HookEvent::SessionEnd, &[reason], json!({"reason": reason})).await;
     }
@@ -332,9 +347,9 @@ pub async fn session_end(config: &SessionConfig, reason: &str) {
 /// `PreCompact` (`trigger`: `auto` before a compaction to fit the
 /// window, `manual` for `compact`). A block refuses a manual compaction;
 /// an automatic one goes on (the request would not fit otherwise).
-pub async fn pre_compact(config: &SessionConfig, out: &impl Announce, trigger: &str) -> Verdict {
+pub async fn pre_compact(config: &HookScope<'_>, out: &impl Announce, trigger: &str) -> HookVerdict {
     if !has(config, HookEvent::PreCompact) {
-        return Verdict::default();
+        return HookVerdict::default();
     }
     fire(config, out, HookEvent::PreCompact, &[trigger], json!({"trigger": trigger, "custom_instructions": ""})).await
 }

@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use crate::config::SessionConfig;
-
 /// Bytes of a hook's stdout, and of its stderr, that are read.
 pub const OUTPUT_CAP: u64 = 1024 * 1024;
 
@@ -43,9 +41,9 @@ pub struct Ran {
 }
 
 /// Kills a process group with SIGKILL when dropped.
-struct Group(Option<i32>);
+struct ProcessGroup(Option<i32>);
 
-impl Drop for Group {
+impl Drop for ProcessGroup {
     fn drop(&mut self) {
         if let Some(pgid) = self.0.take() {
             // SAFETY: killpg has no memory-safety preconditions.
@@ -58,29 +56,29 @@ impl Drop for Group {
 
 /// Runs `command` with `input` on stdin, for at most `timeout`, as a child
 /// of the session `scope`. Cancellation: drop the future (the group dies).
-pub async fn run(scope: &SessionConfig, command: &str, input: &[u8], timeout: Duration) -> Ran {
+pub async fn run(scope: &super::HookScope<'_>, command: &str, input: &[u8], timeout: Duration) -> Ran {
     let started = Instant::now();
     let ran = |exit: Exit, stdout: String, stderr: String| Ran { exit, stdout, stderr, elapsed: started.elapsed() };
     let mut cmd = tokio::process::Command::new("/bin/bash");
     cmd.arg("-c")
         .arg(command)
-        .current_dir(&scope.workspace)
+        .current_dir(scope.workspace)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    if let Err(e) = scope.sandbox.confine(&mut cmd, &scope.env_passthrough) {
+    if let Err(e) = scope.sandbox.confine(&mut cmd, scope.env_passthrough) {
         let why = format!("the {} sandbox cannot be set up: {e}", scope.sandbox.mode.name());
         return ran(Exit::NotRun(why), String::new(), String::new());
     }
-    cmd.env("CLAUDE_PROJECT_DIR", &scope.workspace).env("PIRN_WORKSPACE", &scope.workspace);
+    cmd.env("CLAUDE_PROJECT_DIR", scope.workspace).env("PIRN_WORKSPACE", scope.workspace);
     crate::tools::supervisor::supervise(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return ran(Exit::NotRun(format!("cannot start /bin/bash: {e}")), String::new(), String::new()),
     };
-    let _group = Group(child.id().and_then(|pid| i32::try_from(pid).ok()));
+    let _group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let input = input.to_vec();
     let work = async {

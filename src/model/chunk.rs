@@ -24,7 +24,7 @@ pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_TOOL_CALL_INDEX: usize = 1024;
 
 #[derive(Deserialize)]
-struct Chunk<'a> {
+struct SseChunk<'a> {
     #[serde(default, borrow)]
     choices: Vec<ChoiceChunk<'a>>,
     #[serde(default)]
@@ -110,7 +110,7 @@ pub fn apply_event(acc: &mut Completion, data: &[u8], done: &mut bool) -> Result
     if trimmed.is_empty() {
         return Ok(None);
     }
-    let chunk: Chunk<'_> = serde_json::from_slice(trimmed).map_err(|e| {
+    let chunk: SseChunk<'_> = serde_json::from_slice(trimmed).map_err(|e| {
         let shown: String = String::from_utf8_lossy(&trimmed[..trimmed.len().min(200)]).into_owned();
         ModelError::BadChunk(format!("model stream sent a chunk that is not valid JSON ({e}): {shown}"))
     })?;

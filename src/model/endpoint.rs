@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::error::{ModelError, describe_reqwest, retried_status};
 use super::stream::ChatStream;
-use crate::cassette::{Cassette, CassetteError, End, Method, Player, ReplayBody, Timing};
+use crate::cassette::{Cassette, CassetteError, Method, Player, ReplayBody, TapeEnd, Timing};
 use crate::environment::Environment;
 
 /// Default per-chunk idle timeout: a CPU model can think for minutes on a long
@@ -174,7 +174,7 @@ impl Endpoint {
             if let Some(t) = &mut tape {
                 t.answered(status.as_u16(), None);
                 t.body(&String::from_utf8_lossy(&body));
-                t.finish(End::Done);
+                t.finish(TapeEnd::Done);
             }
             if !status.is_success() {
                 return None;
@@ -239,7 +239,7 @@ impl Endpoint {
                     let e = ModelError::Connect(describe_reqwest(&e));
                     if let Some(t) = &mut tape {
                         let kind = if retry { "connect" } else { "connect_final" };
-                        t.finish(End::Error { kind: kind.to_owned(), message: e.to_string() });
+                        t.finish(TapeEnd::Error { kind: kind.to_owned(), message: e.to_string() });
                     }
                     if retry {
                         tracing::debug!("model request failed to send ({e}); retrying once");
@@ -261,7 +261,7 @@ impl Endpoint {
             let body = read_capped(resp, self.idle_timeout).await;
             if let Some(t) = &mut tape {
                 t.body(&body);
-                t.finish(End::Done);
+                t.finish(TapeEnd::Done);
             }
             let wait = self.retry_wait(status.as_u16(), retry_after.as_deref(), &body, tries)?;
             on_retry.retrying(RetryNotice { attempt: tries + 1, wait, status: status.as_u16() }).await;
@@ -289,10 +289,10 @@ impl Endpoint {
             player.pace(started, recorded.headers_ms).await;
             let Some(status) = recorded.status else {
                 let e = match &recorded.end {
-                    End::Error { kind, message } => ModelError::recorded(kind, message),
+                    TapeEnd::Error { kind, message } => ModelError::recorded(kind, message),
                     _ => ModelError::Stream("the recorded request got no answer".to_owned()),
                 };
-                if tries == 1 && matches!(&recorded.end, End::Error { kind, .. } if kind == "connect") {
+                if tries == 1 && matches!(&recorded.end, TapeEnd::Error { kind, .. } if kind == "connect") {
                     continue;
                 }
                 return Err(e);

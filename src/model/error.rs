@@ -98,8 +98,8 @@ impl ModelError {
     }
 
     /// How a cassette records this error as the end of an exchange.
-    pub fn as_end(&self) -> crate::cassette::End {
-        crate::cassette::End::Error { kind: self.kind().to_owned(), message: self.to_string() }
+    pub fn as_end(&self) -> crate::cassette::TapeEnd {
+        crate::cassette::TapeEnd::Error { kind: self.kind().to_owned(), message: self.to_string() }
     }
 
     /// `connect`, `timeout`, `http`, `stream`, `protocol`, `client`,

@@ -16,7 +16,7 @@ use super::chunk::apply_event;
 use super::error::{ModelError, describe_reqwest};
 use super::runaway::{self, Runaway};
 use crate::cassette::replay::Replayed;
-use crate::cassette::{End, ReplayBody, Tape};
+use crate::cassette::{ReplayBody, Tape, TapeEnd};
 use crate::sse::{SseDecoder, SseError};
 
 /// An open streamed answer. Pull text with [`ChatStream::next_text`], then
@@ -47,12 +47,12 @@ enum Source {
 }
 
 /// One step of a stream's events (borrowed from the decoder when live).
-enum Step<'a> {
+enum StreamStep<'a> {
     Data(Cow<'a, [u8]>),
     /// The body ended after a last event without its blank line: complete.
     Last(Cow<'a, [u8]>),
     /// The body ended.
-    End,
+    TapeEnd,
 }
 
 impl ChatStream {
@@ -89,7 +89,7 @@ impl ChatStream {
         if let Source::Http { tape: Some(tape), .. } = &mut self.source {
             match &result {
                 Err(e) => tape.finish(e.as_end()),
-                Ok(None) => tape.finish(End::Done),
+                Ok(None) => tape.finish(TapeEnd::Done),
                 Ok(Some(_)) => {}
             }
         }
@@ -102,7 +102,7 @@ impl ChatStream {
                 return Ok(None);
             }
             match next_step(&mut self.source, self.idle, &mut self.streamed).await? {
-                Step::Data(data) => {
+                StreamStep::Data(data) => {
                     let text = apply_event(&mut self.acc, &data, &mut self.done)?;
                     if let Some(at) = cut_at(&self.acc.tool_calls) {
                         // A small model caught in a loop writes the same calls
@@ -132,14 +132,14 @@ impl ChatStream {
                         return Ok(text);
                     }
                 }
-                Step::Last(data) => {
+                StreamStep::Last(data) => {
                     let text = apply_event(&mut self.acc, &data, &mut self.done)?;
                     self.done = true;
                     if text.is_some() {
                         return Ok(text);
                     }
                 }
-                Step::End => {
+                StreamStep::TapeEnd => {
                     if self.acc.finish_reason.is_some() || self.done {
                         self.done = true;
                         return Ok(None);
@@ -153,7 +153,11 @@ impl ChatStream {
 
 /// The next event's data from `source`, within the `idle` timeout;
 /// `streamed` is set once anything arrived.
-async fn next_step<'a>(source: &'a mut Source, idle: Duration, streamed: &mut bool) -> Result<Step<'a>, ModelError> {
+async fn next_step<'a>(
+    source: &'a mut Source,
+    idle: Duration,
+    streamed: &mut bool,
+) -> Result<StreamStep<'a>, ModelError> {
     let timeout = || ModelError::Timeout(format!("model stream idle for {} ms", idle.as_millis()));
     let (resp, sse, tape) = match source {
         Source::Replay(body) => {
@@ -161,9 +165,9 @@ async fn next_step<'a>(source: &'a mut Source, idle: Duration, streamed: &mut bo
                 Err(_) => Err(timeout()),
                 Ok(Replayed::Data(d)) => {
                     *streamed = true;
-                    Ok(Step::Data(Cow::Owned(d.into_bytes())))
+                    Ok(StreamStep::Data(Cow::Owned(d.into_bytes())))
                 }
-                Ok(Replayed::Done) => Ok(Step::End),
+                Ok(Replayed::Done) => Ok(StreamStep::TapeEnd),
                 Ok(Replayed::Failed { kind, message }) => Err(ModelError::recorded(&kind, &message)),
             };
         }
@@ -175,7 +179,7 @@ async fn next_step<'a>(source: &'a mut Source, idle: Duration, streamed: &mut bo
                 if let Some(t) = tape {
                     t.chunk(sse.current());
                 }
-                return Ok(Step::Data(Cow::Borrowed(sse.current())));
+                return Ok(StreamStep::Data(Cow::Borrowed(sse.current())));
             }
             Ok(false) => {}
             Err(SseError::TooLong(n)) => {
@@ -197,9 +201,9 @@ async fn next_step<'a>(source: &'a mut Source, idle: Duration, streamed: &mut bo
                     if let Some(t) = tape {
                         t.chunk(sse.current());
                     }
-                    return Ok(Step::Last(Cow::Borrowed(sse.current())));
+                    return Ok(StreamStep::Last(Cow::Borrowed(sse.current())));
                 }
-                return Ok(Step::End);
+                return Ok(StreamStep::TapeEnd);
             }
         }
     }

@@ -31,7 +31,7 @@ use crate::wire::{
 /// prompt) and its `SessionEnd` hooks last.
 pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
     let source = if conv.is_fresh() { "startup" } else { "resume" };
-    if let Some(context) = hooks::session_start(&shared.config, source).await {
+    if let Some(context) = hooks::session_start(&shared.config.hook_scope(), source).await {
         conv.extend_system(&context);
     }
     loop {
@@ -44,7 +44,7 @@ pub(super) async fn run_queue(shared: Arc<Shared>, mut conv: Conversation) {
             }
             Next::Wait => shared.wake.notified().await,
             Next::Stop => {
-                hooks::session_end(&shared.config, "other").await;
+                hooks::session_end(&shared.config.hook_scope(), "other").await;
                 if let Some((wt, WorktreeCleanup::RemoveIfUnchanged)) = shared.config.worktree.clone() {
                     let removed = tokio::task::spawn_blocking(move || wt.remove_if_unchanged()).await;
                     if let Ok(Err(e)) = removed {
@@ -111,7 +111,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
             match job.kind {
                 JobKind::Send => {
                     // The operator's UserPromptSubmit hooks may refuse the send or add context.
-                    let hook = hooks::user_prompt_submit(config, &emitter, &job.message).await;
+                    let hook = hooks::user_prompt_submit(&config.hook_scope(), &emitter, &job.message).await;
                     if let Some(reason) = hook.block.as_ref().or(hook.stop.as_ref()) {
                         let error = ErrorEnvelope::new(
                             ErrorCode::HookBlocked,

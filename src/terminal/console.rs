@@ -18,7 +18,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use super::backlog::{BACKLOG_BYTES, Backlog};
-use super::process::{Event, Events, InputError, Mode, Output, Process, Spec};
+use super::process::{Events, InputError, Process, ProcessEvent, ProcessOutput, Spec, TerminalMode};
 
 /// Consoles at once (ACECode's limit; exited ones count until deleted).
 pub const MAX_CONSOLES: usize = 16;
@@ -69,7 +69,7 @@ impl Consoles {
             env: vec![("TERM".into(), "xterm-256color".into())],
             passthrough: passthrough.to_vec(),
             cwd: cwd.clone(),
-            mode: Mode::Tty { rows: 24, cols: 80 },
+            mode: TerminalMode::Tty { rows: 24, cols: 80 },
         };
         let (process, output) = Process::spawn(&spec)?;
         let title = title.map(clean_title).filter(|t| !t.is_empty()).unwrap_or_else(|| format!("Terminal {n}"));
@@ -80,7 +80,7 @@ impl Consoles {
             cwd,
             process,
             title: Mutex::new(title),
-            state: Mutex::new(State { backlog: Backlog::new(BACKLOG_BYTES), exit_code: None }),
+            state: Mutex::new(ConsoleState { backlog: Backlog::new(BACKLOG_BYTES), exit_code: None }),
             changed,
         });
         tokio::spawn(pump(console.clone(), output));
@@ -122,11 +122,11 @@ pub struct Console {
     pub cwd: PathBuf,
     process: Process,
     title: Mutex<String>,
-    state: Mutex<State>,
+    state: Mutex<ConsoleState>,
     changed: watch::Sender<()>,
 }
 
-struct State {
+struct ConsoleState {
     backlog: Backlog,
     /// Set once the shell has exited and all its output is in the backlog.
     exit_code: Option<i32>,
@@ -200,8 +200,8 @@ async fn pump(console: Arc<Console>, mut events: Events) {
     while let Some(event) = events.next().await {
         let mut state = console.state.lock().unwrap_or_else(|p| p.into_inner());
         match event {
-            Event::Output(Output::Stdout(b) | Output::Stderr(b)) => state.backlog.push(&b),
-            Event::Exit(code) => state.exit_code = Some(code),
+            ProcessEvent::Output(ProcessOutput::Stdout(b) | ProcessOutput::Stderr(b)) => state.backlog.push(&b),
+            ProcessEvent::Exit(code) => state.exit_code = Some(code),
         }
         drop(state);
         console.changed.send_replace(());

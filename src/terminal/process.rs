@@ -42,35 +42,35 @@ pub struct Spec {
     /// (`pirn serve --env-passthrough`).
     pub passthrough: Vec<String>,
     pub cwd: PathBuf,
-    pub mode: Mode,
+    pub mode: TerminalMode,
 }
 
 /// A PTY (one output stream, window size, job control) or plain pipes
 /// (stdout and stderr apart, no window).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub enum TerminalMode {
     Tty { rows: u16, cols: u16 },
     Stream,
 }
 
 /// A chunk of output, at most [`CHUNK`] bytes.
 #[derive(Debug, Clone)]
-pub enum Output {
+pub enum ProcessOutput {
     Stdout(Bytes),
     Stderr(Bytes),
 }
 
 /// What a process does next, in order: its output, then its exit.
 #[derive(Debug)]
-pub enum Event {
-    Output(Output),
+pub enum ProcessEvent {
+    Output(ProcessOutput),
     /// The last event: the program's code, or 128 + signal.
     Exit(i32),
 }
 
 /// A process's output then its exit code (see [`Events::next`]).
 pub struct Events {
-    output: Option<mpsc::Receiver<Output>>,
+    output: Option<mpsc::Receiver<ProcessOutput>>,
     exit: watch::Receiver<Option<i32>>,
     drain_by: Option<tokio::time::Instant>,
     done: bool,
@@ -81,10 +81,10 @@ pub struct Events {
 pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Events {
-    /// The next event; `None` after [`Event::Exit`]. Output ends when every
+    /// The next event; `None` after [`ProcessEvent::Exit`]. Output ends when every
     /// holder of the terminal or pipes has closed it, or [`DRAIN`] after the
     /// exit, whichever is first.
-    pub async fn next(&mut self) -> Option<Event> {
+    pub async fn next(&mut self) -> Option<ProcessEvent> {
         if self.done {
             return None;
         }
@@ -96,7 +96,7 @@ impl Events {
             let drain_by = self.drain_by.unwrap_or_else(tokio::time::Instant::now);
             tokio::select! {
                 chunk = output.recv() => match chunk {
-                    Some(chunk) => return Some(Event::Output(chunk)),
+                    Some(chunk) => return Some(ProcessEvent::Output(chunk)),
                     None => self.output = None,
                 },
                 changed = self.exit.changed(), if !exited => {
@@ -110,7 +110,7 @@ impl Events {
         }
         self.done = true;
         let code = self.exit.wait_for(Option::is_some).await.ok().and_then(|c| *c).unwrap_or(-1);
-        Some(Event::Exit(code))
+        Some(ProcessEvent::Exit(code))
     }
 }
 
@@ -148,8 +148,8 @@ impl Process {
     pub fn spawn(spec: &Spec) -> Result<(Process, Events), SpawnError> {
         let fail = |reason: String| SpawnError { program: spec.program.clone(), reason };
         let (process, output) = match spec.mode {
-            Mode::Tty { rows, cols } => spawn_pty(spec, rows, cols).map_err(|e| fail(format!("{e:#}")))?,
-            Mode::Stream => spawn_pipes(spec).map_err(|e| fail(e.to_string()))?,
+            TerminalMode::Tty { rows, cols } => spawn_pty(spec, rows, cols).map_err(|e| fail(format!("{e:#}")))?,
+            TerminalMode::Stream => spawn_pipes(spec).map_err(|e| fail(e.to_string()))?,
         };
         let events = Events { output: Some(output), exit: process.exit.clone(), drain_by: None, done: false };
         Ok((process, events))
@@ -233,7 +233,7 @@ impl Killer {
     }
 }
 
-fn spawn_pty(spec: &Spec, rows: u16, cols: u16) -> anyhow::Result<(Process, mpsc::Receiver<Output>)> {
+fn spawn_pty(spec: &Spec, rows: u16, cols: u16) -> anyhow::Result<(Process, mpsc::Receiver<ProcessOutput>)> {
     let pair = portable_pty::native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 })?;
     let mut cmd = CommandBuilder::new(&spec.program);
     cmd.args(&spec.args);
@@ -263,7 +263,7 @@ fn spawn_pty(spec: &Spec, rows: u16, cols: u16) -> anyhow::Result<(Process, mpsc
                 // EIO once no process holds the slave side any more.
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    if out_tx.blocking_send(Output::Stdout(Bytes::copy_from_slice(&buf[..n]))).is_err() {
+                    if out_tx.blocking_send(ProcessOutput::Stdout(Bytes::copy_from_slice(&buf[..n]))).is_err() {
                         break;
                     }
                 }
@@ -282,7 +282,7 @@ fn spawn_pty(spec: &Spec, rows: u16, cols: u16) -> anyhow::Result<(Process, mpsc
     Ok((process, out_rx))
 }
 
-fn spawn_pipes(spec: &Spec) -> std::io::Result<(Process, mpsc::Receiver<Output>)> {
+fn spawn_pipes(spec: &Spec) -> std::io::Result<(Process, mpsc::Receiver<ProcessOutput>)> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
     let mut cmd = std::process::Command::new(&spec.program);
@@ -311,8 +311,8 @@ fn spawn_pipes(spec: &Spec) -> std::io::Result<(Process, mpsc::Receiver<Output>)
     let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(child.stdout.take().ok_or_else(missing)?.into())?;
     let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(child.stderr.take().ok_or_else(missing)?.into())?;
     let (out_tx, out_rx) = mpsc::channel(OUTPUT_QUEUE);
-    tokio::spawn(pump(stdout, out_tx.clone(), Output::Stdout));
-    tokio::spawn(pump(stderr, out_tx, Output::Stderr));
+    tokio::spawn(pump(stdout, out_tx.clone(), ProcessOutput::Stdout));
+    tokio::spawn(pump(stderr, out_tx, ProcessOutput::Stderr));
     let (in_tx, mut in_rx) = mpsc::channel::<Bytes>(INPUT_QUEUE);
     tokio::spawn(async move {
         use tokio::io::AsyncWriteExt;
@@ -326,7 +326,11 @@ fn spawn_pipes(spec: &Spec) -> std::io::Result<(Process, mpsc::Receiver<Output>)
     Ok((Process { pid, input: in_tx, master: None, leader, exit }, out_rx))
 }
 
-async fn pump(mut pipe: tokio::net::unix::pipe::Receiver, tx: mpsc::Sender<Output>, wrap: fn(Bytes) -> Output) {
+async fn pump(
+    mut pipe: tokio::net::unix::pipe::Receiver,
+    tx: mpsc::Sender<ProcessOutput>,
+    wrap: fn(Bytes) -> ProcessOutput,
+) {
     let mut buf = vec![0u8; CHUNK];
     while let Ok(n @ 1..) = pipe.read(&mut buf).await {
         if tx.send(wrap(Bytes::copy_from_slice(&buf[..n]))).await.is_err() {

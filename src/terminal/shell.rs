@@ -1,7 +1,7 @@
 //! muti's shell protocol (`../shared/reference/muti-shell-websocket-api.md`):
 //! its binary frames and the checks a META must pass.
 //!
-//! Owns: the frame types ([`Frame`], one type byte then the payload), the
+//! Owns: the frame types ([`ClientFrame`], one type byte then the payload), the
 //! META message ([`Meta`]) and [`admit`], which turns a META into a
 //! [`Spec`] or a [`Refusal`] (allowlist, password, `work_dir` confinement,
 //! timeout). No I/O here; the WebSocket side is `transport::http::shell`.
@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::TerminalOptions;
-use super::process::{Mode, Spec};
+use super::process::{Spec, TerminalMode};
 
 /// META (client → server): the session's configuration, JSON.
 pub const META: u8 = 0x01;
@@ -37,7 +37,7 @@ pub const ERROR: u8 = 0x09;
 
 /// A client frame, decoded.
 #[derive(Debug, PartialEq)]
-pub enum Frame {
+pub enum ClientFrame {
     Meta(Bytes),
     Stdin(Bytes),
     Resize { rows: u16, cols: u16 },
@@ -49,19 +49,19 @@ pub enum Frame {
 #[error("{0}")]
 pub struct BadFrame(pub String);
 
-impl Frame {
+impl ClientFrame {
     /// Decodes one binary message from the client.
-    pub fn decode(msg: Bytes) -> Result<Frame, BadFrame> {
+    pub fn decode(msg: Bytes) -> Result<ClientFrame, BadFrame> {
         let Some(&kind) = msg.first() else { return Err(BadFrame("empty message".into())) };
         let payload = msg.slice(1..);
         match (kind, payload.len()) {
-            (META, _) => Ok(Frame::Meta(payload)),
-            (STDIN, _) => Ok(Frame::Stdin(payload)),
-            (RESIZE, 4) => Ok(Frame::Resize {
+            (META, _) => Ok(ClientFrame::Meta(payload)),
+            (STDIN, _) => Ok(ClientFrame::Stdin(payload)),
+            (RESIZE, 4) => Ok(ClientFrame::Resize {
                 rows: u16::from_be_bytes([payload[0], payload[1]]),
                 cols: u16::from_be_bytes([payload[2], payload[3]]),
             }),
-            (SIGNAL, 1) => Ok(Frame::Signal(payload[0])),
+            (SIGNAL, 1) => Ok(ClientFrame::Signal(payload[0])),
             (RESIZE | SIGNAL, n) => Err(BadFrame(format!("message type 0x{kind:02x} with a {n}-byte payload"))),
             _ => Err(BadFrame(format!("unknown message type 0x{kind:02x}"))),
         }
@@ -157,9 +157,12 @@ pub fn admit(
         let term = t.term.or_else(|| env.iter().find(|(k, _)| k == "TERM").map(|(_, v)| v.clone()));
         env.retain(|(k, _)| k != "TERM");
         env.push(("TERM".into(), term.filter(|t| !t.is_empty()).unwrap_or_else(|| "xterm-256color".into())));
-        Mode::Tty { rows: t.rows.filter(|r| *r > 0).unwrap_or(24), cols: t.cols.filter(|c| *c > 0).unwrap_or(80) }
+        TerminalMode::Tty {
+            rows: t.rows.filter(|r| *r > 0).unwrap_or(24),
+            cols: t.cols.filter(|c| *c > 0).unwrap_or(80),
+        }
     } else {
-        Mode::Stream
+        TerminalMode::Stream
     };
     let passthrough = options.env_passthrough.clone();
     Ok((Spec { program: meta.command, args: meta.args, env, passthrough, cwd, mode }, timeout))
@@ -204,14 +207,17 @@ mod tests {
     #[test]
     fn frames_decode_and_refuse_bad_lengths() {
         assert_eq!(
-            Frame::decode(Bytes::from_static(&[RESIZE, 0, 40, 0, 100])).unwrap(),
-            Frame::Resize { rows: 40, cols: 100 }
+            ClientFrame::decode(Bytes::from_static(&[RESIZE, 0, 40, 0, 100])).unwrap(),
+            ClientFrame::Resize { rows: 40, cols: 100 }
         );
-        assert_eq!(Frame::decode(Bytes::from_static(&[SIGNAL, 2])).unwrap(), Frame::Signal(2));
-        assert_eq!(Frame::decode(Bytes::from_static(b"\x03hi")).unwrap(), Frame::Stdin(Bytes::from_static(b"hi")));
-        assert!(Frame::decode(Bytes::from_static(&[RESIZE, 1])).is_err());
-        assert!(Frame::decode(Bytes::from_static(&[0x42])).is_err());
-        assert!(Frame::decode(Bytes::new()).is_err());
+        assert_eq!(ClientFrame::decode(Bytes::from_static(&[SIGNAL, 2])).unwrap(), ClientFrame::Signal(2));
+        assert_eq!(
+            ClientFrame::decode(Bytes::from_static(b"\x03hi")).unwrap(),
+            ClientFrame::Stdin(Bytes::from_static(b"hi"))
+        );
+        assert!(ClientFrame::decode(Bytes::from_static(&[RESIZE, 1])).is_err());
+        assert!(ClientFrame::decode(Bytes::from_static(&[0x42])).is_err());
+        assert!(ClientFrame::decode(Bytes::new()).is_err());
         assert_eq!(&exit(-2)[..], &[EXIT, 0xff, 0xff, 0xff, 0xfe]);
     }
 
@@ -237,9 +243,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!((spec.cwd, timeout), (workspace.join("sub"), Duration::from_secs(600)));
-        assert_eq!(spec.mode, Mode::Tty { rows: 24, cols: 80 });
+        assert_eq!(spec.mode, TerminalMode::Tty { rows: 24, cols: 80 });
         assert!(spec.env.contains(&("TERM".into(), "xterm-256color".into())));
         let (spec, timeout) = admit(&meta(json!({"command": "bash", "password": "pw"})), false, &o, &place).unwrap();
-        assert_eq!((spec.mode, timeout), (Mode::Stream, Duration::from_secs(60)));
+        assert_eq!((spec.mode, timeout), (TerminalMode::Stream, Duration::from_secs(60)));
     }
 }

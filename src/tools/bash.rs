@@ -75,7 +75,7 @@ impl Drop for GroupGuard {
     }
 }
 
-enum End {
+enum CommandEnd {
     Exited(ExitStatus),
     TimedOut,
     Cancelled,
@@ -111,8 +111,8 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     let end = loop {
         tokio::select! {
             biased;
-            _ = ctx.cancel.cancelled() => break End::Cancelled,
-            _ = &mut deadline => break End::TimedOut,
+            _ = ctx.cancel.cancelled() => break CommandEnd::Cancelled,
+            _ = &mut deadline => break CommandEnd::TimedOut,
             n = pipe.read(&mut buf), if !eof => match n {
                 Ok(0) | Err(_) => eof = true,
                 Ok(n) => {
@@ -128,17 +128,17 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
                 }
             }
             status = child.wait() => match status {
-                Ok(s) => break End::Exited(s),
+                Ok(s) => break CommandEnd::Exited(s),
                 Err(e) => return failed(format!("cannot wait for the command: {e}")),
             },
         }
     };
     group.kill();
-    if matches!(end, End::Cancelled) {
+    if matches!(end, CommandEnd::Cancelled) {
         return failed("cancelled");
     }
     let status = match &end {
-        End::Exited(s) => Some(*s),
+        CommandEnd::Exited(s) => Some(*s),
         _ => tokio::time::timeout(Duration::from_secs(2), child.wait()).await.ok().and_then(Result::ok),
     };
     // Whatever is still in the pipe, bounded in time.
@@ -162,7 +162,7 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         text.push('\n');
     }
     match end {
-        End::TimedOut => {
+        CommandEnd::TimedOut => {
             text.push_str(&format!("[timed out after {timeout_ms} ms; the process group was killed]\n"));
             failed(text)
         }

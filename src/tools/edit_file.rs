@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::confine::Confined;
 use super::edit_tolerant::Edit;
 use super::read_file::MAX_FILE_BYTES;
-use super::{Done, Effect, ToolContext, ToolError};
+use super::{Effect, ToolContext, ToolError, Written};
 
 /// Characters `new_string` needs (trimmed) before an edit whose
 /// `old_string` is missing and whose `new_string` is present counts as made.
@@ -48,7 +48,7 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 /// profile's notes on, a rename's result ends with the uses of the old name
 /// left in the workspace ([`super::references`]) and a file that no longer
 /// parses is named ([`super::syntax::after_write`]).
-pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
+pub fn run(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
     let file_path = args.file_path.clone();
     let new_string = args.new_string.clone();
@@ -62,13 +62,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
                 excerpt(&updated, line_of(&updated, at), new_string.trim().lines().count())
             )
         });
-        return Ok(Done {
+        return Ok(Written {
             text: format!("no change: {shown} already holds what this edit makes, so nothing was written.{around}"),
             effect: Effect::Unchanged { path },
         });
     }
     let note = super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default();
-    Ok(Done {
+    Ok(Written {
         text: done + &note + &super::syntax::after_write(ctx, &file_path),
         effect: Effect::Changed { hash: super::content_hash(updated.as_bytes()), path, created: false, relaid: false },
     })

@@ -51,7 +51,7 @@ const MAX_PATH_BYTES: usize = 255;
 
 /// How a session reads an answer's blocks.
 #[derive(Debug, Clone, Copy)]
-pub struct Reading<'a> {
+pub struct BlockRules<'a> {
     /// The tools the session enables (a JSON call names one of them).
     pub tools: &'a [String],
     /// The file a lone block with no path line writes (`file_block_target`).
@@ -76,7 +76,7 @@ struct Fence {
 /// The calls an answer without tool calls stands for (see the module doc)
 /// and the prose left (the lines of those blocks and their path lines
 /// removed, trimmed). `None` when it stands for none.
-pub fn calls(text: &str, reading: Reading<'_>) -> Option<(String, Vec<TextCall>)> {
+pub fn calls(text: &str, reading: BlockRules<'_>) -> Option<(String, Vec<TextCall>)> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let fences = fences(&lines);
     if fences.is_empty() {
@@ -212,7 +212,7 @@ mod tests {
     /// The answer's calls as (name, arguments) and its prose, read with `target`.
     fn read(text: &str, target: Option<&str>) -> Option<(String, Vec<(String, serde_json::Value)>)> {
         let tools = tools();
-        let (prose, calls) = calls(text, Reading { tools: &tools, target })?;
+        let (prose, calls) = calls(text, BlockRules { tools: &tools, target })?;
         let calls = calls.into_iter().map(|c| (c.name, serde_json::from_str(&c.arguments).unwrap())).collect();
         Some((prose, calls))
     }

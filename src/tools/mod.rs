@@ -6,7 +6,7 @@
 //! tool result may put into the model's context ([`cap_output`]).
 //!
 //! Each tool's `run` returns `Result<String, ToolError>` (the file writers
-//! `Result<Done, ToolError>`, which adds the typed [`Effect`]); [`execute`]
+//! `Result<Written, ToolError>`, which adds the typed [`Effect`]); [`execute`]
 //! turns that into a [`ToolOutput`] once, so no caller reads a result's
 //! text back to learn what happened. A tool never fails the send: every
 //! failure becomes a [`ToolOutput`] with `is_error: true` that the model
@@ -109,14 +109,14 @@ pub enum Effect {
 
 /// What a file-writing tool returns: the text for the model and its effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Done {
+pub struct Written {
     pub text: String,
     pub effect: Effect,
 }
 
-impl From<String> for Done {
-    fn from(text: String) -> Done {
-        Done { text, effect: Effect::None }
+impl From<String> for Written {
+    fn from(text: String) -> Written {
+        Written { text, effect: Effect::None }
     }
 }
 
@@ -214,7 +214,7 @@ pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &Tool
         let list = if enabled.is_empty() { "none".to_owned() } else { enabled.join(", ") };
         return ToolOutput::error(format!("unknown tool {name:?}: the tools available are {list}"));
     }
-    let result: Result<Done, ToolError> = match name {
+    let result: Result<Written, ToolError> = match name {
         "read_file" => blocking(arguments, ctx, read_file::run).await,
         "write_file" => blocking(arguments, ctx, write_file::run).await,
         "edit_file" => blocking(arguments, ctx, edit_file::run).await,
@@ -259,10 +259,10 @@ pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &Tool
 
 /// Parses the arguments, then runs a blocking file tool off the async
 /// threads. A panic inside the tool becomes an error result.
-async fn blocking<A, R, F>(arguments: &str, ctx: &ToolContext, f: F) -> Result<Done, ToolError>
+async fn blocking<A, R, F>(arguments: &str, ctx: &ToolContext, f: F) -> Result<Written, ToolError>
 where
     A: DeserializeOwned + Send + 'static,
-    R: Into<Done> + Send + 'static,
+    R: Into<Written> + Send + 'static,
     F: FnOnce(A, &ToolContext) -> Result<R, ToolError> + Send + 'static,
 {
     let args = parse_args::<A>(arguments)?;

@@ -91,13 +91,13 @@ struct Shell {
     command: String,
     /// Cancelled by `kill_shell` and when the table is dropped.
     kill: CancellationToken,
-    state: Mutex<State>,
+    state: Mutex<ShellState>,
     /// True once the command ended and its output was read to the end.
     ended: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Default)]
-struct State {
+struct ShellState {
     unread: std::collections::VecDeque<u8>,
     /// Bytes that fell out of `unread` since the last read.
     dropped: u64,

@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::confine::Confined;
-use super::{Done, Effect, ToolContext, ToolError, failed};
+use super::{Effect, ToolContext, ToolError, Written, failed};
 
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -45,7 +45,7 @@ pub const DESCRIPTION: &str =
 /// Writes the file. Errors (to the model): outside the workspace, a
 /// directory in the way, an unread existing file, a rewrite held back
 /// ([`ToolError::HeldBack`]), I/O failures.
-pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
+pub fn run(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     let file_path = args.file_path.clone();
     let mut done = write(args, ctx)?;
     if matches!(done.effect, Effect::Changed { .. }) {
@@ -54,7 +54,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     Ok(done)
 }
 
-fn write(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
+fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
@@ -84,7 +84,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     }
     if old.as_deref() == Some(args.content.as_str()) {
         ctx.mark_read(&path);
-        return Ok(Done {
+        return Ok(Written {
             text: format!("no change: {shown} already holds exactly this content; nothing written."),
             effect: Effect::Unchanged { path },
         });
@@ -95,7 +95,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
     ctx.note_write(&path, old.as_deref());
     let existed = target.exists();
     if let Err(e) = ctx.write_text(&target, &args.content) {
-        return failed(format!("{shown}: write failed: {e}")).map(Done::from);
+        return failed(format!("{shown}: write failed: {e}")).map(Written::from);
     }
     // The model knows what it wrote: it may replace it again unread.
     ctx.mark_read(&path);
@@ -110,7 +110,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Done, ToolError> {
             })
             .unwrap_or_default()
     };
-    Ok(Done {
+    Ok(Written {
         text: format!(
             "{} {shown}: {} bytes written{note}",
             if existed { "overwrote" } else { "created" },

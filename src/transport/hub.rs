@@ -45,20 +45,20 @@ pub struct Frame {
 
 /// A subscription: the frames to replay, then the live receiver that
 /// continues exactly after them.
-pub type Subscription = (Vec<Arc<Frame>>, Live);
+pub type Subscription = (Vec<Arc<Frame>>, LiveFrames);
 
 /// The live frames of a subscription: those numbered from the moment it
 /// was taken on. A result is numbered before it is durable and fanned out
 /// after, so a frame numbered before the subscription can still be on its
 /// way; it belongs to the past and is skipped.
 #[derive(Debug)]
-pub struct Live {
+pub struct LiveFrames {
     rx: broadcast::Receiver<Arc<Frame>>,
     /// The first frame id this subscriber sees.
     from: u64,
 }
 
-impl Live {
+impl LiveFrames {
     /// The next frame; errors as [`broadcast::Receiver::recv`] (`Lagged`
     /// when this subscriber fell [`LIVE_CAPACITY`] frames behind, `Closed`
     /// when the hub closed).
@@ -268,7 +268,7 @@ impl Hub {
             }
             None => broadcast::channel(1).1,
         };
-        Ok((replay, Live { rx: live, from }))
+        Ok((replay, LiveFrames { rx: live, from }))
     }
 
     /// Publishes what the session still queued, then ends every

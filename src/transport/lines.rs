@@ -1,6 +1,6 @@
 //! Newline-delimited input, framed with a bound: what the JSONL worker and
 //! Claude Code's stream-json surface both read from stdin. No I/O here: the
-//! caller reads into [`LineFramer::buffer`] and takes [`Frame`]s out.
+//! caller reads into [`LineFramer::buffer`] and takes [`LineFrame`]s out.
 
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
@@ -12,7 +12,7 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// One item of the input.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Frame {
+pub enum LineFrame {
     /// A complete line, without its `\n` (or `\r\n`).
     Line(String),
     /// A line longer than [`MAX_LINE_BYTES`]: discarded up to its end;
@@ -45,12 +45,12 @@ impl LineFramer {
 
     /// The next frame of what was read so far; `None` when more input is
     /// needed. With `eof` set, a last line without `\n` is a line too.
-    pub fn next_frame(&mut self, eof: bool) -> Option<Frame> {
+    pub fn next_frame(&mut self, eof: bool) -> Option<LineFrame> {
         let item = if eof { self.codec.decode_eof(&mut self.buf) } else { self.codec.decode(&mut self.buf) };
         match item {
-            Ok(line) => line.map(Frame::Line),
-            Err(LinesCodecError::MaxLineLengthExceeded) => Some(Frame::TooLong),
-            Err(LinesCodecError::Io(e)) => Some(Frame::NotUtf8(e.to_string())),
+            Ok(line) => line.map(LineFrame::Line),
+            Err(LinesCodecError::MaxLineLengthExceeded) => Some(LineFrame::TooLong),
+            Err(LinesCodecError::Io(e)) => Some(LineFrame::NotUtf8(e.to_string())),
         }
     }
 }
@@ -65,11 +65,11 @@ mod tests {
         f.buffer().extend_from_slice(b"one\n");
         f.buffer().extend_from_slice(&vec![b'x'; MAX_LINE_BYTES + 1]);
         f.buffer().extend_from_slice(b"\n\xff\xfe\ntwo");
-        assert_eq!(f.next_frame(false), Some(Frame::Line("one".into())));
-        assert_eq!(f.next_frame(false), Some(Frame::TooLong));
-        assert!(matches!(f.next_frame(false), Some(Frame::NotUtf8(_))));
+        assert_eq!(f.next_frame(false), Some(LineFrame::Line("one".into())));
+        assert_eq!(f.next_frame(false), Some(LineFrame::TooLong));
+        assert!(matches!(f.next_frame(false), Some(LineFrame::NotUtf8(_))));
         assert_eq!(f.next_frame(false), None, "no end yet");
-        assert_eq!(f.next_frame(true), Some(Frame::Line("two".into())));
+        assert_eq!(f.next_frame(true), Some(LineFrame::Line("two".into())));
         assert_eq!(f.next_frame(true), None);
     }
 }

@@ -16,7 +16,7 @@ use crate::config::Limits;
 use crate::environment::Environment;
 use crate::session::{Ending, OpenError, Outbox, Session};
 use crate::store::Store;
-use crate::transport::lines::{Frame, LineFramer};
+use crate::transport::lines::{LineFrame, LineFramer};
 use crate::transport::pipe_writer::PipeWriter;
 use crate::transport::signal::{ShutdownSignal, shutdown_signal};
 use crate::transport::tap::JournalSlot;
@@ -92,8 +92,8 @@ pub async fn serve() -> i32 {
     let stdout_closed = out.stdout_closed();
     let end = worker.read_loop(tokio::io::stdin(), &stdout_closed).await;
     let ending = match end {
-        End::Shutdown(_) | End::Eof => Ending::Finish,
-        End::Signal | End::StdoutClosed => Ending::Cancel,
+        StdioEnd::Shutdown(_) | StdioEnd::Eof => Ending::Finish,
+        StdioEnd::Signal | StdioEnd::StdoutClosed => Ending::Cancel,
     };
     let session = worker.session.take();
     let outbox = worker.outbox.clone();
@@ -101,7 +101,7 @@ pub async fn serve() -> i32 {
     drop(worker);
     // After the sends: `shutdown_ok`, then stdout's writer finishes.
     let output = async {
-        if let End::Shutdown(id) = &end {
+        if let StdioEnd::Shutdown(id) = &end {
             let _ = outbox.send(OutgoingMessage::ShutdownOk(IdOnly { id: id.clone() })).await;
         }
         drop(outbox);
@@ -123,7 +123,7 @@ pub async fn serve() -> i32 {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum End {
+enum StdioEnd {
     /// `shutdown` with this request id.
     Shutdown(String),
     Eof,
@@ -144,22 +144,22 @@ struct Worker {
 }
 
 impl Worker {
-    async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut input: R, stdout_closed: &CancellationToken) -> End {
+    async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut input: R, stdout_closed: &CancellationToken) -> StdioEnd {
         let mut framer = LineFramer::default();
         let mut eof = false;
         loop {
             while let Some(frame) = framer.next_frame(eof) {
                 match frame {
-                    Frame::Line(line) => {
+                    LineFrame::Line(line) => {
                         if let Some(end) = self.handle_line(line.as_bytes()).await {
                             return end;
                         }
                     }
-                    Frame::TooLong => {
+                    LineFrame::TooLong => {
                         let message = format!("request line longer than {MAX_LINE_BYTES} bytes; discarded");
                         self.protocol_error(UNKNOWN_ID.to_owned(), message).await;
                     }
-                    Frame::NotUtf8(e) => {
+                    LineFrame::NotUtf8(e) => {
                         self.protocol_error(UNKNOWN_ID.to_owned(), format!("request line is not valid UTF-8 ({e})"))
                             .await;
                     }
@@ -167,24 +167,24 @@ impl Worker {
             }
             if eof {
                 // A `shutdown` already read still gets its `shutdown_ok`.
-                return self.shutting_down.take().map_or(End::Eof, End::Shutdown);
+                return self.shutting_down.take().map_or(StdioEnd::Eof, StdioEnd::Shutdown);
             }
             tokio::select! {
                 n = input.read_buf(framer.buffer()) => match n {
                     Ok(0) | Err(_) => eof = true,
                     Ok(_) => {}
                 },
-                _ = self.signals.recv() => return End::Signal,
-                _ = stdout_closed.cancelled() => return End::StdoutClosed,
+                _ = self.signals.recv() => return StdioEnd::Signal,
+                _ = stdout_closed.cancelled() => return StdioEnd::StdoutClosed,
                 _ = drained(self.session.as_ref(), self.shutting_down.is_some()) => {
-                    return End::Shutdown(self.shutting_down.take().unwrap_or_default());
+                    return StdioEnd::Shutdown(self.shutting_down.take().unwrap_or_default());
                 }
             }
         }
     }
 
     /// Handles one line; `Some` ends the worker.
-    async fn handle_line(&mut self, line: &[u8]) -> Option<End> {
+    async fn handle_line(&mut self, line: &[u8]) -> Option<StdioEnd> {
         if line.trim_ascii().is_empty() {
             return None;
         }
@@ -198,7 +198,7 @@ impl Worker {
         match request {
             Request::Init(init) => self.init(*init).await,
             Request::Shutdown(IdOnly { id }) => match &self.session {
-                None => return Some(End::Shutdown(id)),
+                None => return Some(StdioEnd::Shutdown(id)),
                 Some(_) if self.shutting_down.is_some() => self.protocol_error(id, "already shutting down").await,
                 Some(session) => {
                     session.close();

@@ -38,6 +38,7 @@ mod hardening;
 mod honest;
 mod hooks;
 mod http;
+mod imports;
 mod inbox;
 mod instructions;
 mod interleavings;

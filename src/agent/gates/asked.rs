@@ -25,7 +25,7 @@
 //! asks when the send cannot write (no `write_file`/`edit_file`, a write
 //! denied, plan mode), has an `output_schema`, or wraps up. Any failure of
 //! the extra call (refused, unreadable, not JSON) lets the answer through.
-//! The request is read at most once per send ([`Reading`]), and the reading
+//! The request is read at most once per send ([`RequestReading`]), and the reading
 //! counts like a turn: its usage, tokens, cost and model time are the
 //! send's ([`crate::agent::outcome::side_call`]).
 //!
@@ -86,7 +86,7 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     // Read once per send: a later answer (after a verify round, a Stop
     // hook, or the one round this gate gave) is held against the same
     // reading, and a failed call is not made again.
-    if read_request(cx).await != Reading::ChangesFiles(true) {
+    if read_request(cx).await != RequestReading::ChangesFiles(true) {
         return Verdict::Pass;
     }
     if cx.fire_once("asked") {
@@ -127,17 +127,17 @@ pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
     if off || !crate::tools::writes_text(tool) || cx.facts.wrote() {
         return None;
     }
-    (read_request(cx).await == Reading::ChangesFiles(false)).then(|| held_note(tool))
+    (read_request(cx).await == RequestReading::ChangesFiles(false)).then(|| held_note(tool))
 }
 
 /// The send's reading of its request, made by the first caller (one side
 /// call); later callers, and callers after a failed reading, get the same.
-async fn read_request(cx: &mut SendCx<'_>) -> Reading {
-    if cx.reading == Reading::NotYet {
+async fn read_request(cx: &mut SendCx<'_>) -> RequestReading {
+    if cx.reading == RequestReading::NotYet {
         let request = cx.request;
         cx.reading = match yes_no(cx, ASK, request).await {
-            Some(changes) => Reading::ChangesFiles(changes),
-            None => Reading::Failed,
+            Some(changes) => RequestReading::ChangesFiles(changes),
+            None => RequestReading::Failed,
         };
     }
     cx.reading
@@ -145,7 +145,7 @@ async fn read_request(cx: &mut SendCx<'_>) -> Reading {
 
 /// The model's reading of a send's request, made at most once per send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Reading {
+pub enum RequestReading {
     /// Not asked yet.
     #[default]
     NotYet,

@@ -42,7 +42,7 @@ mod schema;
 mod stop_hook;
 mod verify;
 
-pub use asked::{Reading, hold_write};
+pub use asked::{RequestReading, hold_write};
 
 use super::cx::SendCx;
 use super::mode::Mode;

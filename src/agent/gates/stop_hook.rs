@@ -11,7 +11,7 @@ use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 
 pub(super) async fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
-    match crate::hooks::on_stop(cx.config, cx.emit, &mut cx.stats.stop_hook_active, &answer.text).await {
+    match crate::hooks::on_stop(&cx.config.hook_scope(), cx.emit, &mut cx.stats.stop_hook_active, &answer.text).await {
         Some(note) => Verdict::Again { note, mode: Mode::Work },
         None => Verdict::Pass,
     }

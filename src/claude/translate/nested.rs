@@ -2,15 +2,15 @@
 //! `task` call id (`parent_call_id`); Claude Code's stream carries them as
 //! messages whose `parent_tool_use_id` is the `Agent` tool_use's id.
 //!
-//! Owns: [`Turn::nested_event`] — each running subagent has a turn of its
+//! Owns: [`ClaudeTurn::nested_event`] — each running subagent has a turn of its
 //! own (no partial messages; its text written only with
 //! `forwardSubagentText`, as Claude Code does) — and ending it when the
 //! parent's call ends, its permission denials joining the parent's.
 
-use super::{Out, Turn};
+use super::{ClaudeTurn, Out};
 use crate::wire::Event;
 
-impl Turn {
+impl ClaudeTurn {
     /// The messages a subagent's `event` becomes; `parent_call`: pirn's id
     /// of the `task` call that started it.
     pub fn nested_event(&mut self, parent_call: &str, event: &Event) -> Vec<Out> {
@@ -18,7 +18,7 @@ impl Turn {
         let at = match self.children.iter().position(|(id, _)| id == parent_call) {
             Some(i) => i,
             None => {
-                let mut child = Turn::new(&self.session_id, &self.model, false).for_send(&self.send_id);
+                let mut child = ClaudeTurn::new(&self.session_id, &self.model, false).for_send(&self.send_id);
                 child.parent = Some(self.claude_id_of(parent_call).unwrap_or_else(|| parent_call.to_owned()));
                 child.forward_subagent_text = forward;
                 self.children.push((parent_call.to_owned(), child));

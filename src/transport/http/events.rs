@@ -20,7 +20,7 @@ use super::sessions::store_error;
 use super::{App, HttpSession, KEEPALIVE};
 use crate::store::StoreError;
 use crate::store::fold::lines_after;
-use crate::transport::hub::{Frame, Live, ReplayError};
+use crate::transport::hub::{Frame, LiveFrames, ReplayError};
 use crate::wire::http::ErrorBody;
 
 /// Withdraws a still-queued send when its `?stream=1` client goes away.
@@ -54,7 +54,7 @@ impl Drop for Withdraw {
 
 struct FrameStream {
     replay: VecDeque<Arc<Frame>>,
-    live: Live,
+    live: LiveFrames,
     only: Option<Arc<str>>,
     done: bool,
     withdraw: Option<Withdraw>,
@@ -65,7 +65,7 @@ struct FrameStream {
 /// hub closes.
 pub fn frame_stream(
     replay: Vec<Arc<Frame>>,
-    live: Live,
+    live: LiveFrames,
     only: Option<Arc<str>>,
     withdraw: Option<Withdraw>,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {

@@ -63,7 +63,7 @@ pub async fn messages(
     Ok(axum::Json(History { messages, events }))
 }
 
-struct Follow {
+struct HistoryFollow {
     store: Store,
     id: Arc<str>,
     watch: broadcast::Receiver<Appended>,
@@ -83,7 +83,7 @@ pub async fn follow(
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> + use<> {
     // Subscribe first: nothing stored after the load is missed.
     let watch = store.watch().await;
-    let state = Follow { store, id: Arc::from(id), watch, pending: VecDeque::new(), last_seq: 0, after, stop };
+    let state = HistoryFollow { store, id: Arc::from(id), watch, pending: VecDeque::new(), last_seq: 0, after, stop };
     futures_util::stream::unfold(state, |mut st| async move {
         loop {
             if let Some((frame, event, data)) = st.pending.pop_front() {
@@ -116,7 +116,7 @@ pub async fn follow(
     })
 }
 
-impl Follow {
+impl HistoryFollow {
     fn take(&mut self, entries: &[Stored]) {
         for e in entries {
             self.last_seq = self.last_seq.max(e.seq);

@@ -52,9 +52,9 @@ runs is forwarded to it, and one whose host does not answer is taken over once t
     components(schemas(
         ErrorBody, Ok, s::History, s::HistoryEvent, i::StreamReady, i::StreamPing, i::InboxEvent,
         c::ConsoleControl, w::SessionReady, w::MessageDelta, w::MessageComplete, w::ToolUse, w::ToolResult,
-        w::PermissionRequest, w::WebkitError, w::WebkitResult, w::Done, mcp::RunOutput,
+        w::PermissionRequest, w::WebkitError, w::WebkitResult, w::WebkitDone, mcp::RunOutput,
     )),
-    modifiers(&Shared),
+    modifiers(&SharedSchemas),
     tags(
         (name = "daemon", description = "The daemon itself"),
         (name = "sessions", description = "pirn sessions: the stdio protocol's init, send, cancel and events over HTTP"),
@@ -81,9 +81,9 @@ pub fn document_json() -> &'static str {
 }
 
 /// What every route shares, and `/mcp`.
-struct Shared;
+struct SharedSchemas;
 
-impl Modify for Shared {
+impl Modify for SharedSchemas {
     fn modify(&self, doc: &mut Document) {
         let components = doc.components.get_or_insert_with(Default::default);
         let bearer = HttpBuilder::new()

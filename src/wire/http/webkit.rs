@@ -218,4 +218,4 @@ pub struct WebkitResult {
 
 /// `done`: the session closed; the stream ends.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Done {}
+pub struct WebkitDone {}

@@ -321,7 +321,7 @@ pub async fn stream(
     }
     let ready = StreamReady { agent_id: only.clone(), session_id: only.clone() };
     let ready = SseEvent::default().event("ready").data(to_json(&ready));
-    let state = Follow {
+    let state = InboxFollow {
         rx: app.inbox.live.subscribe(),
         ping: tokio::time::interval_at(tokio::time::Instant::now() + PING, PING),
         only,
@@ -338,7 +338,7 @@ pub async fn stream(
 }
 
 /// The state of one `/v1/events/stream` subscriber.
-struct Follow {
+struct InboxFollow {
     rx: broadcast::Receiver<InboxEvent>,
     ping: tokio::time::Interval,
     only: Option<String>,
@@ -346,7 +346,7 @@ struct Follow {
     ready: Option<SseEvent>,
 }
 
-impl Follow {
+impl InboxFollow {
     /// `ready` first, then the events of the followed session(s) and
     /// pings; `None` when the daemon stops.
     async fn next(&mut self) -> Option<SseEvent> {

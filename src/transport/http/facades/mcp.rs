@@ -38,7 +38,7 @@ use crate::wire::http::mcp::RunOutput;
 
 /// `pirn_run`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct RunArgs {
+pub struct McpRunArgs {
     /// The task for the agent.
     pub prompt: String,
     /// Workspace directory (default: the daemon's working directory).
@@ -100,7 +100,7 @@ impl ServerHandler for PirnMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(vec![
-            tool::<RunArgs>(
+            tool::<McpRunArgs>(
                 "pirn_run",
                 "Run a coding agent on a task in a fresh session; returns its answer and the session_id to continue with pirn_send.",
             ),
@@ -118,7 +118,7 @@ impl ServerHandler for PirnMcp {
         // (session, message, whether this call opened it and closes it after)
         let (session, message, ours) = match &*request.name {
             "pirn_run" => {
-                let a: RunArgs = serde_json::from_value(args).map_err(bad)?;
+                let a: McpRunArgs = serde_json::from_value(args).map_err(bad)?;
                 let all = || crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
                 let config = InitConfig {
                     model: a.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".into()),

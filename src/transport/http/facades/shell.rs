@@ -21,8 +21,8 @@ use axum::response::Response as HttpResponse;
 use bytes::Bytes;
 use serde::Deserialize;
 
-use crate::terminal::process::{Event, Events, InputError, Output, Process};
-use crate::terminal::shell::{self as proto, Confinement, Frame};
+use crate::terminal::process::{Events, InputError, Process, ProcessEvent, ProcessOutput};
+use crate::terminal::shell::{self as proto, ClientFrame, Confinement};
 use crate::terminal::{ShellSlot, Terminals};
 use crate::transport::http::App;
 use crate::transport::http::api::ApiError;
@@ -79,11 +79,11 @@ pub async fn shell(
 }
 
 /// How a connection ends early: a reason for ERROR and a close code.
-struct Refusal(String, u16);
+struct EarlyClose(String, u16);
 
-impl From<proto::Refusal> for Refusal {
+impl From<proto::Refusal> for EarlyClose {
     fn from(r: proto::Refusal) -> Self {
-        Refusal(r.0, close_code::PROTOCOL)
+        EarlyClose(r.0, close_code::PROTOCOL)
     }
 }
 
@@ -101,36 +101,36 @@ impl Conn {
         let _ = self.socket.send(Message::Close(Some(frame))).await;
     }
 
-    async fn refuse(&mut self, Refusal(message, code): Refusal) {
+    async fn refuse(&mut self, EarlyClose(message, code): EarlyClose) {
         self.send(proto::error(&message)).await;
         self.close(code, "").await;
     }
 }
 
-async fn run(conn: &mut Conn, app: &App, terminals: &Arc<Terminals>, agent: &str, tty: bool) -> Result<(), Refusal> {
+async fn run(conn: &mut Conn, app: &App, terminals: &Arc<Terminals>, agent: &str, tty: bool) -> Result<(), EarlyClose> {
     let meta = match tokio::time::timeout(META_TIMEOUT, conn.socket.recv()).await {
-        Err(_) => return Err(Refusal("no META within 10 s".into(), close_code::PROTOCOL)),
+        Err(_) => return Err(EarlyClose("no META within 10 s".into(), close_code::PROTOCOL)),
         Ok(None | Some(Err(_))) => return Ok(()),
-        Ok(Some(Ok(Message::Binary(b)))) => match Frame::decode(b) {
-            Ok(Frame::Meta(meta)) => meta,
-            Ok(_) => return Err(Refusal("the first message must be META".into(), close_code::PROTOCOL)),
-            Err(e) => return Err(Refusal(e.0, close_code::PROTOCOL)),
+        Ok(Some(Ok(Message::Binary(b)))) => match ClientFrame::decode(b) {
+            Ok(ClientFrame::Meta(meta)) => meta,
+            Ok(_) => return Err(EarlyClose("the first message must be META".into(), close_code::PROTOCOL)),
+            Err(e) => return Err(EarlyClose(e.0, close_code::PROTOCOL)),
         },
-        Ok(Some(Ok(_))) => return Err(Refusal("messages must be binary frames".into(), close_code::PROTOCOL)),
+        Ok(Some(Ok(_))) => return Err(EarlyClose("messages must be binary frames".into(), close_code::PROTOCOL)),
     };
-    let session = app.get(agent).map_err(|_| Refusal(format!("no session {agent:?}"), close_code::PROTOCOL))?;
+    let session = app.get(agent).map_err(|_| EarlyClose(format!("no session {agent:?}"), close_code::PROTOCOL))?;
     let config = session.session.config();
     let place = Confinement { workspace: &config.workspace, allowed_paths: &config.allowed_paths };
     let (spec, timeout) = proto::admit(&meta, tty, &terminals.options, &place)?;
     let Some(slot) = terminals.claim_shell() else {
         let max = terminals.options.max_shells;
-        return Err(Refusal(format!("session limit reached ({max} shells)"), close_code::PROTOCOL));
+        return Err(EarlyClose(format!("session limit reached ({max} shells)"), close_code::PROTOCOL));
     };
     let (process, events) = match Process::spawn(&spec) {
         Ok(started) => started,
         Err(e) => {
             conn.send(proto::ack(Some(&e.to_string()))).await;
-            return Err(Refusal(e.to_string(), close_code::ERROR));
+            return Err(EarlyClose(e.to_string(), close_code::ERROR));
         }
     };
     slot.hold(process.killer());
@@ -150,7 +150,7 @@ async fn relay(
     mut events: Events,
     _slot: ShellSlot,
     timeout: Duration,
-) -> Result<(), Refusal> {
+) -> Result<(), EarlyClose> {
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     let (mut timed_out, mut stopping) = (false, false);
@@ -158,13 +158,13 @@ async fn relay(
         tokio::select! {
             event = events.next() => {
                 let code = match event {
-                    Some(Event::Output(Output::Stdout(b))) => {
+                    Some(ProcessEvent::Output(ProcessOutput::Stdout(b))) => {
                         if conn.send(proto::frame(proto::STDOUT, &b)).await { continue } else { break }
                     }
-                    Some(Event::Output(Output::Stderr(b))) => {
+                    Some(ProcessEvent::Output(ProcessOutput::Stderr(b))) => {
                         if conn.send(proto::frame(proto::STDERR, &b)).await { continue } else { break }
                     }
-                    Some(Event::Exit(code)) => code,
+                    Some(ProcessEvent::Exit(code)) => code,
                     None => -1,
                 };
                 if timed_out {
@@ -175,19 +175,19 @@ async fn relay(
                 return Ok(());
             }
             msg = conn.socket.recv() => match msg {
-                Some(Ok(Message::Binary(b))) => match Frame::decode(b) {
-                    Ok(Frame::Stdin(bytes)) => match process.write(bytes) {
+                Some(Ok(Message::Binary(b))) => match ClientFrame::decode(b) {
+                    Ok(ClientFrame::Stdin(bytes)) => match process.write(bytes) {
                         // Input after the program closed its end is dropped, as a pipe would.
                         Ok(()) | Err(InputError::Closed) => {}
-                        Err(e @ InputError::Backlog) => return Err(Refusal(e.to_string(), close_code::ERROR)),
+                        Err(e @ InputError::Backlog) => return Err(EarlyClose(e.to_string(), close_code::ERROR)),
                     },
-                    Ok(Frame::Resize { rows, cols }) => process.resize(rows, cols),
-                    Ok(Frame::Signal(sig)) => process.signal(i32::from(sig)),
-                    Ok(Frame::Meta(_)) => return Err(Refusal("META was already sent".into(), close_code::PROTOCOL)),
-                    Err(e) => return Err(Refusal(e.0, close_code::PROTOCOL)),
+                    Ok(ClientFrame::Resize { rows, cols }) => process.resize(rows, cols),
+                    Ok(ClientFrame::Signal(sig)) => process.signal(i32::from(sig)),
+                    Ok(ClientFrame::Meta(_)) => return Err(EarlyClose("META was already sent".into(), close_code::PROTOCOL)),
+                    Err(e) => return Err(EarlyClose(e.0, close_code::PROTOCOL)),
                 },
                 Some(Ok(Message::Text(_))) => {
-                    return Err(Refusal("messages must be binary frames".into(), close_code::PROTOCOL));
+                    return Err(EarlyClose("messages must be binary frames".into(), close_code::PROTOCOL));
                 }
                 Some(Ok(_)) => {}
                 // Closed or broken: the process goes with it.

@@ -39,13 +39,13 @@ use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::transport::http::api::{ApiError, json_body};
 use crate::transport::http::{App, HttpSession, KEEPALIVE};
-use crate::transport::hub::{Frame, Live, ReplayError};
+use crate::transport::hub::{Frame, LiveFrames, ReplayError};
 use crate::wire::http::ErrorBody;
 use crate::wire::http::sessions::SessionCreated;
 use crate::wire::http::to_json;
 use crate::wire::http::webkit::{
-    AssistantMessage, CreateWebkitSession, Done, Input, MessageComplete, MessageDelta, PermissionContext,
-    PermissionRequest, SessionReady, TextBlock, ToolResult, ToolUse, WebkitError, WebkitResult,
+    AssistantMessage, CreateWebkitSession, Input, MessageComplete, MessageDelta, PermissionContext, PermissionRequest,
+    SessionReady, TextBlock, ToolResult, ToolUse, WebkitDone, WebkitError, WebkitResult,
 };
 use crate::wire::{ApprovalMode, Decision, InitConfig, OutgoingMessage, Status};
 
@@ -200,7 +200,7 @@ fn user_text(content: &Value) -> Result<String, ApiError> {
         ("id" = String, Path, description = "session_id"),
         ("Last-Event-ID" = Option<String>, Header, description = "resume after this event id (a non-negative integer)")),
     responses(
-        (status = 200, description = "SSE; each event's data is the JSON of the schema of its name: SessionReady, MessageDelta, MessageComplete, ToolUse, ToolResult, PermissionRequest, WebkitError (`error`), WebkitResult (`result`), Done", content_type = "text/event-stream", body = String),
+        (status = 200, description = "SSE; each event's data is the JSON of the schema of its name: SessionReady, MessageDelta, MessageComplete, ToolUse, ToolResult, PermissionRequest, WebkitError (`error`), WebkitResult (`result`), WebkitDone (`done`)", content_type = "text/event-stream", body = String),
         (status = 400, description = "Last-Event-ID is not a non-negative integer", body = ErrorBody),
         (status = 404, description = "unknown session", body = ErrorBody),
         (status = 412, description = "EVICTED: the events after Last-Event-ID left the ring", body = ErrorBody)))]
@@ -252,7 +252,7 @@ pub async fn stream(
 struct Stream {
     s: Arc<HttpSession>,
     replay: std::collections::VecDeque<Arc<Frame>>,
-    live: Live,
+    live: LiveFrames,
     /// Events up to this id were seen by the client.
     after: Option<u64>,
     /// `session_ready` still to send.
@@ -285,7 +285,7 @@ impl Stream {
                     Err(broadcast::error::RecvError::Lagged(_)) => return None,
                     Err(broadcast::error::RecvError::Closed) => {
                         self.done = true;
-                        return Some(event((self.last_frame + 1) * 4, "done", &to_json(&Done {})));
+                        return Some(event((self.last_frame + 1) * 4, "done", &to_json(&WebkitDone {})));
                     }
                 },
             };
