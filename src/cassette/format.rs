@@ -10,9 +10,24 @@
 //! headers are never written (they hold the API key); the request body is
 //! written as sent. Schema: `protocol/cassette.schema.json`.
 
+use std::path::PathBuf;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Why a cassette cannot be used. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    #[error("cannot open the cassette {path}: {source}")]
+    Open { path: PathBuf, source: std::io::Error },
+    #[error("the cassette {path}, line {line}, is not a recorded exchange: {message}")]
+    Line { path: PathBuf, line: usize, message: String },
+    #[error("PIRN_RECORD and PIRN_REPLAY cannot both be set")]
+    Both,
+    #[error("PIRN_REPLAY_TIMING must be `instant` or `recorded`, not {0:?}")]
+    Timing(String),
+}
 
 /// The `cassette` field of every line.
 pub const FORMAT_VERSION: u32 = 1;

@@ -22,24 +22,11 @@ pub mod replay;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub use format::{Exchange, FORMAT_VERSION, Method, TapeChunk, TapeEnd};
+pub use format::{CassetteError, Exchange, FORMAT_VERSION, Method, TapeChunk, TapeEnd};
 pub use record::{Recorder, Tape};
 pub use replay::{Player, ReplayBody, Timing};
 
 use crate::environment::Environment;
-
-/// Why a cassette cannot be used. Each names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum CassetteError {
-    #[error("cannot open the cassette {path}: {source}")]
-    Open { path: PathBuf, source: std::io::Error },
-    #[error("the cassette {path}, line {line}, is not a recorded exchange: {message}")]
-    Line { path: PathBuf, line: usize, message: String },
-    #[error("PIRN_RECORD and PIRN_REPLAY cannot both be set")]
-    Both,
-    #[error("PIRN_REPLAY_TIMING must be `instant` or `recorded`, not {0:?}")]
-    Timing(String),
-}
 
 /// What the process does with model exchanges.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{CassetteError, Exchange, FORMAT_VERSION, Method, TapeChunk, TapeEnd};
+use super::format::{CassetteError, Exchange, FORMAT_VERSION, Method, TapeChunk, TapeEnd};
 
 /// The record file of the process.
 #[derive(Debug)]

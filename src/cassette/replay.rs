@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::format::{CassetteError, Exchange, Method, TapeChunk, TapeEnd};
 use super::normalize::{first_difference, without_workspace};
-use super::{CassetteError, Exchange, Method, TapeChunk, TapeEnd};
 
 /// How fast a replayed answer streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

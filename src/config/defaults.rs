@@ -4,7 +4,7 @@
 //! session's profile or the protocol version, checked once when the
 //! session opens.
 
-use super::ConfigError;
+use super::error::ConfigError;
 use crate::environment::Environment;
 use crate::wire::{InitConfig, ProtocolVersion};
 use std::path::PathBuf;

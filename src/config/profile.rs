@@ -17,7 +17,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::ConfigError;
+use super::error::ConfigError;
 use crate::environment::Environment;
 
 /// The name of the default profile.

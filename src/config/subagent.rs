@@ -9,7 +9,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::{ConfigError, SessionConfig};
+use super::error::ConfigError;
+use super::session::SessionConfig;
 use crate::wire::{AgentDefinition, Agents};
 
 /// Checks `agents` (errors name the agent and the field).

@@ -1,6 +1,8 @@
 //! SessionConfig::new's errors and defaults.
 
 use super::*;
+use crate::environment::Environment;
+use crate::wire::{InitConfig, ProtocolVersion};
 
 fn env(pairs: &[(&str, &str)]) -> Environment {
     Environment::from_pairs(pairs)

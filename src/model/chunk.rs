@@ -12,8 +12,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::completion::{Completion, ToolCall};
 use super::error::ModelError;
-use super::{Completion, ToolCall};
 use crate::wire::Usage;
 
 /// Most bytes of text plus tool-call arguments one answer may stream; a

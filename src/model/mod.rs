@@ -2,6 +2,8 @@
 //!
 //! - [`endpoint`]: where the model is, the HTTP clients, retries of 429/503;
 //! - [`stream`]: the open answer, pulled chunk by chunk with an idle timeout;
+//! - [`completion`]: [`Completion`], one answer as assembled, and its
+//!   [`ToolCall`]s;
 //! - [`chunk`]: the borrowed shapes of one stream chunk and how a chunk is
 //!   folded into the answer (text, tool-call fragments by `index`, usage);
 //! - [`error`]: [`ModelError`] and the one retry rule;
@@ -18,6 +20,7 @@
 //! [`Endpoint::open`]) drops the HTTP response and with it the connection.
 
 pub mod chunk;
+pub mod completion;
 pub mod cost;
 pub mod endpoint;
 pub mod error;
@@ -25,38 +28,7 @@ pub mod runaway;
 pub mod stream;
 
 pub use chunk::MAX_ANSWER_BYTES;
+pub use completion::{Completion, ToolCall};
 pub use endpoint::{DEFAULT_IDLE_TIMEOUT, Endpoint, MAX_RETRY_AFTER, MAX_TRIES, OnRetry, RetryNotice};
 pub use error::ModelError;
 pub use stream::ChatStream;
-
-use crate::wire::Usage;
-
-/// One complete model answer, assembled from the stream.
-#[derive(Debug, Default, Clone)]
-pub struct Completion {
-    pub text: String,
-    pub tool_calls: Vec<ToolCall>,
-    pub usage: Option<Usage>,
-    pub finish_reason: Option<String>,
-    /// Set when the stream was ended because the answer ran away repeating
-    /// itself ([`runaway`]); `finish_reason` is then `length` and the last
-    /// tool call's arguments (or the text) are cut mid-repeat.
-    pub runaway: Option<runaway::Runaway>,
-}
-
-impl Completion {
-    /// pirn's estimate of the completion's tokens when the provider reports
-    /// no usage: its text and tool calls at four bytes a token.
-    pub fn estimated_tokens(&self) -> u64 {
-        let bytes = self.text.len() + self.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>();
-        (bytes as u64).div_ceil(4)
-    }
-}
-
-/// A tool call requested by the model; `arguments` is the raw JSON text.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}

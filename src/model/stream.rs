@@ -11,8 +11,8 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use super::Completion;
 use super::chunk::apply_event;
+use super::completion::Completion;
 use super::error::{ModelError, describe_reqwest};
 use super::runaway::{self, Runaway};
 use crate::cassette::replay::Replayed;
@@ -232,13 +232,13 @@ pub const REPEATS_READ: usize = 4;
 /// repeats: calls the same as an earlier one of the same answer (same
 /// name, the same arguments text, and that text a complete JSON value, so
 /// neither call can still grow).
-fn cut_at(calls: &[super::ToolCall]) -> Option<usize> {
+fn cut_at(calls: &[super::completion::ToolCall]) -> Option<usize> {
     // Runs at every streamed event: with too few calls for the limit to be
     // reached (it needs one original and REPEATS_READ repeats), skip the scan.
     if calls.len() <= REPEATS_READ {
         return None;
     }
-    let complete = |c: &super::ToolCall| serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok();
+    let complete = |c: &super::completion::ToolCall| serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok();
     let mut repeats = 0;
     for (i, c) in calls.iter().enumerate().skip(1) {
         if !c.name.is_empty()
