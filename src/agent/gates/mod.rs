@@ -28,6 +28,25 @@
 //! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
 //! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
 //! | [`Gate::StopHook`] | the operator's `Stop` hooks' answers | send back to work (bounded by `max_iterations`) |
+//!
+//! Every other way a send ends, with its status and code (`ok` without a
+//! code), what triggers it and where:
+//!
+//! | status / code | trigger | where |
+//! |---|---|---|
+//! | `ok` | an answer every gate let through (plan mode: `plan_complete` first) | `agent::run` |
+//! | `ok` | the operator's check passes at a limit the send reached (iterations, context window) after it changed files | `agent::checked_anyway` |
+//! | `ok` | a `compact` request: compacted, or nothing to compact | `agent::fit::compact_now` |
+//! | `budget_exceeded` | the token or cost budget is spent: before a model call, or by the call whose tool calls would run next, or a wrap-up that called tools | `agent::limits`, `agent::turn`, `agent::round` |
+//! | `max_iterations` | no model call left | `agent::limits` |
+//! | `context_overflow` | the conversation cannot be fitted to the window (after one retry with the learned window) | `agent::turn` (`fit::fit`) |
+//! | `provider_error` and the provider's codes | the model call failed after retries; or the answer ran away repeating itself | `agent::turn` |
+//! | `protocol_error` | the request body cannot be built | `agent::turn` |
+//! | `loop_detected` | the same calls again after an answer without tools was asked for | `agent::round` |
+//! | `hook_blocked` | a `UserPromptSubmit` hook blocked the message, or a `PreCompact` hook the compaction | `session::runner`, `agent::fit` |
+//! | `cancelled` | `cancel`, `shutdown`, SIGINT/SIGTERM | `session::runner` |
+//! | `internal_error` | a panic inside the send (caught) | `session::runner` |
+//! | `queue_timeout` | waited in the queue past `queue_timeout` | `session` |
 
 mod asked;
 mod broken;
