@@ -24,8 +24,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::HookEvent;
 use super::process::{Exit, Ran};
+use super::table::HookEvent;
 
 /// A `PreToolUse` hook's permission decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -22,30 +22,15 @@
 //! Trust: callbacks come only from the stdio parent (the SDK that spawned
 //! pirn); a repository cannot register one.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::HookEvent;
 use super::process::{Exit, Ran};
-
-/// What a callback returns: the hook's answer (the JSON a command hook
-/// prints: `decision`, `reason`, `continue`, `hookSpecificOutput`, …) or
-/// why the client could not answer.
-pub type CallbackFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
-
-/// A client that runs hook callbacks.
-pub trait ClientHooks: Send + Sync + std::fmt::Debug {
-    /// Calls the client's callback `callback_id` with the hook's `input`
-    /// (`tool_use_id`: the tool call it is about, for tool events). The
-    /// future ends when the client answers or is gone; the caller bounds
-    /// it with the callback's timeout.
-    fn call(&self, callback_id: &str, tool_use_id: Option<&str>, input: Value) -> CallbackFuture;
-}
+pub use super::table::{CallbackFuture, ClientHooks, OnFailure, fails_closed};
+use super::table::{HookAction, HookEvent, Hooks, Matcher, timeout_of};
 
 /// One matcher group of a [`CallbackTable`]: the SDK's wire shape
 /// (`{"matcher": "Bash", "hookCallbackIds": ["hook_0"], "timeout": 30}`).
@@ -65,41 +50,6 @@ pub struct CallbackGroup {
     /// as `"block"`); absent: [`OnFailure::Default`].
     #[serde(default)]
     pub on_failure: Option<String>,
-}
-
-/// What a callback's failure (an error answer, or none within its
-/// timeout) does to what its event guards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnFailure {
-    /// pirn's default: `PreToolUse` blocks the call, other events go on.
-    Default,
-    /// The client asked to go on (`onFailure: "continue"`).
-    Continue,
-    /// The client asked to block (`onFailure: "block"`).
-    Block,
-}
-
-impl OnFailure {
-    /// Reads the SDK's `onFailure` text.
-    pub fn of(text: Option<&str>) -> OnFailure {
-        match text {
-            None => OnFailure::Default,
-            Some("continue") => OnFailure::Continue,
-            Some(_) => OnFailure::Block,
-        }
-    }
-}
-
-/// True when a failed callback of `event` blocks what the event guards.
-/// `Stop` never does (its block means "go on", the opposite of failing).
-pub fn fails_closed(event: HookEvent, on_failure: OnFailure) -> bool {
-    match (event, on_failure) {
-        (HookEvent::Stop | HookEvent::SessionEnd, _) => false,
-        (_, OnFailure::Block) => true,
-        (_, OnFailure::Continue) => false,
-        (HookEvent::PreToolUse, OnFailure::Default) => true,
-        (_, OnFailure::Default) => false,
-    }
 }
 
 /// The callbacks a client registered: event name (`PreToolUse`, …) → its
@@ -152,25 +102,21 @@ pub fn fail_safe_reason(event: HookEvent, id: &str, ran: &Ran) -> String {
     format!("denied: the client's {} hook callback {id} could not decide ({why}), so {what}", event.name())
 }
 
-impl super::Hooks {
+impl Hooks {
     /// These hooks and the callbacks of `table`, run by `client`. Errors:
     /// an event pirn never fires, a bad matcher or timeout.
-    pub fn with_callbacks(
-        mut self,
-        table: &CallbackTable,
-        client: Arc<dyn ClientHooks>,
-    ) -> Result<super::Hooks, String> {
+    pub fn with_callbacks(mut self, table: &CallbackTable, client: Arc<dyn ClientHooks>) -> Result<Hooks, String> {
         for (name, groups) in table {
             let Some(event) = HookEvent::ALL.into_iter().find(|e| e.name() == name) else {
                 return Err(format!("hook callbacks for {name} are not supported"));
             };
             for g in groups {
-                let matcher = super::Matcher::new(g.matcher.as_deref())?;
-                let timeout = super::timeout_of(name, g.timeout)?;
-                let commands: Vec<super::HookAction> = g
+                let matcher = Matcher::new(g.matcher.as_deref())?;
+                let timeout = timeout_of(name, g.timeout)?;
+                let commands: Vec<HookAction> = g
                     .hook_callback_ids
                     .iter()
-                    .map(|id| super::HookAction {
+                    .map(|id| HookAction {
                         line: id.clone(),
                         timeout,
                         callback: true,

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::{Announce, HookAction, HookEvent, HookScope, HookVerdict, answer, callback, process};
+use super::answer::{self, HookVerdict};
+use super::table::{Announce, HookAction, HookEvent, HookScope};
+use super::{callback, process};
 use crate::wire::Event;
 use crate::wire::claude_names::permission_mode_name;
 

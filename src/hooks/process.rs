@@ -56,7 +56,7 @@ impl Drop for ProcessGroup {
 
 /// Runs `command` with `input` on stdin, for at most `timeout`, as a child
 /// of the session `scope`. Cancellation: drop the future (the group dies).
-pub async fn run(scope: &super::HookScope<'_>, command: &str, input: &[u8], timeout: Duration) -> Ran {
+pub async fn run(scope: &super::table::HookScope<'_>, command: &str, input: &[u8], timeout: Duration) -> Ran {
     let started = Instant::now();
     let ran = |exit: Exit, stdout: String, stderr: String| Ran { exit, stdout, stderr, elapsed: started.elapsed() };
     let mut cmd = tokio::process::Command::new("/bin/bash");

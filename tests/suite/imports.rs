@@ -407,11 +407,10 @@ fn no_import_circles_between_top_level_modules() {
 /// re-exports), and the most files such a circle holds today. A new
 /// circle, one that leaves its directory, or one that grows fails the
 /// test; lower these as circles are broken.
-const LEFT: [(&str, usize); 10] = [
+const LEFT: [(&str, usize); 9] = [
     ("src/wire/", 5),
     ("src/tools/", 16),
     ("src/store/", 7),
-    ("src/hooks/", 5),
     ("src/agent/", 22),
     ("src/session/", 6),
     ("src/acp/", 3),
