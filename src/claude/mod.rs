@@ -23,8 +23,8 @@ pub mod input;
 pub mod mapping;
 mod open;
 mod setup;
-mod steer;
 mod translate;
+mod turns;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -42,7 +42,7 @@ use wire::{Out, ResultMsg};
 
 use crate::environment::Environment;
 use crate::session::{Ending, Session};
-use crate::wire::{OutgoingMessage, SendOptions};
+use crate::wire::OutgoingMessage;
 
 /// The version of Claude Code's surface pirn implements, reported as
 /// `claude_code_version` (the SDKs compare it with their minimum, 2.0.0).
@@ -153,7 +153,7 @@ struct Surface {
     session: Option<Session>,
     /// Turns under way, by pirn send id.
     turns: HashMap<String, ClaudeTurn>,
-    /// Steers offered to a running turn, by their id (see [`steer`]).
+    /// Steers offered to a running turn, by their id (see [`turns`]).
     steers: HashMap<String, ClaudeTurn>,
     sends: u64,
     /// `can_use_tool` requests asked: control request id → (pirn's
@@ -334,57 +334,6 @@ impl Surface {
                 In::ControlCancelRequest {} | In::KeepAlive {} => Ok(()),
             },
         }
-    }
-
-    /// Starts a turn with `text`; before the session is open, the prompt
-    /// waits for it (and asks for it to be opened).
-    async fn prompt(&mut self, text: String) -> Result<(), i32> {
-        let Some(session) = self.session.clone() else {
-            self.want_open = true;
-            self.waiting.push(text);
-            return Ok(());
-        };
-        self.sends += 1;
-        // The user message's uuid: what `rewind_files` names.
-        let id = uuid::Uuid::new_v4().to_string();
-        let options = SendOptions { output_schema: self.setup.json_schema.clone(), ..SendOptions::default() };
-        let text_echo = if self.replay { text.clone() } else { String::new() };
-        match session.send_with(id.clone(), text, &options) {
-            Ok(()) => {
-                self.emit(&Out::System(Box::new(control::system_init(session.config(), &self.setup))));
-                self.echo(&id, text_echo);
-                let turn = self.new_turn(&id);
-                self.turns.insert(id, turn);
-            }
-            Err(e) => self.refuse_turn(e.to_string()),
-        }
-        Ok(())
-    }
-
-    /// With `--replay-user-messages`, prompt `text` echoed as a `user`
-    /// message with its uuid `id`.
-    fn echo(&self, id: &str, text: String) {
-        let Some(session) = self.session.as_ref().filter(|_| self.replay) else { return };
-        let message = wire::UserBody { role: "user", content: vec![wire::Block::Text { text }] };
-        let session_id = session.config().session_id.clone();
-        self.emit(&Out::User(wire::UserMsg { message, parent_tool_use_id: None, session_id, uuid: id.to_owned() }));
-    }
-
-    /// The translation of send `id`'s events.
-    fn new_turn(&self, id: &str) -> ClaudeTurn {
-        let session_id = self.session.as_ref().map(|s| s.config().session_id.clone()).unwrap_or_default();
-        let mut turn = ClaudeTurn::new(&session_id, &self.setup.model, self.partial).for_send(id);
-        turn.forward_subagent_text = self.setup.forward_subagent_text;
-        turn
-    }
-
-    /// Ends a turn that could not start with an error result.
-    fn refuse_turn(&mut self, why: String) {
-        let session_id = self.session.as_ref().map(|s| s.config().session_id.clone()).unwrap_or_default();
-        let r = control::refused_result(&session_id, why);
-        self.emit(&Out::Result(Box::new(r.clone())));
-        self.last = Some(r);
-        self.last_code = crate::transport::exit::EXIT_USAGE;
     }
 
     /// One message of the session's outbox.

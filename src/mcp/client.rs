@@ -1,9 +1,9 @@
 //! MCP servers as tool sources: `init.config.mcp_servers` (0.3.0).
 //!
-//! Owns: starting each server at init with the official SDK (`rmcp`): a
-//! stdio server as a child process in its own process group under pirn's
-//! tool supervisor (so it dies with pirn, see `tools::supervisor`), or a
-//! Streamable HTTP server; listing its tools; naming them
+//! Owns: starting each server at init with the official SDK (`rmcp`;
+//! reaching one is `connect`'s: a stdio server as a child process in its
+//! own process group under pirn's tool supervisor, so it dies with pirn, or
+//! a Streamable HTTP server); listing its tools; naming them
 //! `mcp__<server>__<tool>` (cut to the 64 characters chat-completions
 //! allows); calling them with a per-call timeout and cancellation (a
 //! cancelled call sends `notifications/cancelled`); and killing every stdio
@@ -19,12 +19,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use globset::{Glob, GlobSetBuilder};
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CancelledNotificationParam, ClientRequest, ContentBlock};
-use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+pub use super::connect::CALL_TIMEOUT;
+use super::connect::{Server, connect, connect_hosted, kill_group};
 use crate::tools::ToolOutput;
 use crate::wire::McpServerConfig;
 
@@ -33,8 +35,6 @@ pub const PREFIX: &str = "mcp__";
 /// Longest wait for a server to start and answer `initialize` and
 /// `tools/list`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default longest wait for one tool call.
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// chat-completions function names: `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_NAME: usize = 64;
 
@@ -57,14 +57,6 @@ pub struct McpTool {
     spec: Value,
     /// The server marks it read-only (`annotations.readOnlyHint`).
     pub read_only: bool,
-}
-
-struct Server {
-    name: String,
-    service: RunningService<RoleClient, super::progress::Listener>,
-    /// Process group of a stdio server (its supervisor's pid).
-    group: Option<i32>,
-    timeout: Duration,
 }
 
 /// A session's MCP servers and the tools they advertise.
@@ -237,16 +229,6 @@ impl Drop for McpTools {
     }
 }
 
-/// SIGKILLs a stdio server's process group (its supervisor's), if any.
-fn kill_group(group: Option<i32>) {
-    if let Some(g) = group {
-        // SAFETY: killpg has no memory-safety preconditions.
-        unsafe {
-            libc::killpg(g, libc::SIGKILL);
-        }
-    }
-}
-
 /// Sends `notifications/cancelled` for a request still in flight when
 /// dropped (see [`McpTools::call`]).
 struct CancelOnDrop(Option<(rmcp::Peer<RoleClient>, rmcp::model::RequestId)>);
@@ -306,124 +288,8 @@ fn content_text(block: &ContentBlock) -> String {
     }
 }
 
-/// Starts (stdio: under the session's sandbox, from the allowlisted
-/// environment plus the server's own `env`) or reaches (HTTP) one server.
-async fn connect(
-    config: &McpServerConfig,
-    workspace: &Path,
-    (sandbox, passthrough): (&crate::sandbox::Sandbox, &[String]),
-) -> Result<Server, String> {
-    let timeout = config.timeout_ms.map_or(CALL_TIMEOUT, Duration::from_millis);
-    match (&config.command, &config.url) {
-        (Some(command), None) => {
-            let mut cmd = tokio::process::Command::new(command);
-            if let Err(e) = sandbox.confine(&mut cmd, passthrough) {
-                return Err(format!("not started: the {} sandbox cannot be set up: {e}", sandbox.mode.name()));
-            }
-            cmd.envs(&config.env).args(&config.args).current_dir(workspace).process_group(0).kill_on_drop(true);
-            crate::tools::supervisor::supervise(&mut cmd);
-            let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|e| format!("cannot start {command:?}: {e}"))?;
-            let tail = stderr.map(|err| keep_tail(err, config.name.clone()));
-            let group = transport.id().map(|p| p as i32);
-            let served = super::progress::Listener::default().serve(transport).await;
-            let service = match served {
-                Ok(service) => service,
-                Err(e) => {
-                    kill_group(group);
-                    // What the server said before it failed helps more than "connection closed".
-                    let said = match tail {
-                        Some(t) => tokio::time::timeout(Duration::from_secs(2), t)
-                            .await
-                            .ok()
-                            .and_then(Result::ok)
-                            .unwrap_or_default(),
-                        None => String::new(),
-                    };
-                    let said = said.trim();
-                    return Err(if said.is_empty() {
-                        format!("initialize: {e}")
-                    } else {
-                        format!("initialize: {e}; its stderr ends: {said}")
-                    });
-                }
-            };
-            Ok(Server { name: config.name.clone(), service, group, timeout })
-        }
-        (None, Some(url)) => {
-            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            let mut headers = std::collections::HashMap::new();
-            for (k, v) in &config.headers {
-                let name =
-                    reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
-                let value = reqwest::header::HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
-                headers.insert(name, value);
-            }
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let client = reqwest::Client::builder().build().map_err(|e| format!("HTTP client: {e}"))?;
-            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-                client,
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers),
-            );
-            let service = super::progress::Listener::default()
-                .serve(transport)
-                .await
-                .map_err(|e| format!("initialize at {url}: {e}"))?;
-            Ok(Server { name: config.name.clone(), service, group: None, timeout })
-        }
-        _ => Err("give either command (stdio) or url (Streamable HTTP)".into()),
-    }
-}
-
-/// Reaches server `name` of the client that hosts it.
-async fn connect_hosted(name: &str, hosted: &super::bridge::ClientServers) -> Result<Server, String> {
-    let transport = super::bridge::Bridge::new(name, hosted.client.clone());
-    let service = super::progress::Listener::default()
-        .serve(transport)
-        .await
-        .map_err(|e| format!("initialize (in the client): {e}"))?;
-    Ok(Server { name: name.to_owned(), service, group: None, timeout: CALL_TIMEOUT })
-}
-
-/// Bytes of a stdio server's stderr kept for an init error.
-const STDERR_TAIL: usize = 2048;
-
-/// Reads a stdio server's stderr to its end (so the server never blocks on
-/// a full pipe), logging it at debug level; resolves to its last
-/// [`STDERR_TAIL`] bytes.
-fn keep_tail(mut err: tokio::process::ChildStderr, server: String) -> tokio::task::JoinHandle<String> {
-    tokio::spawn(async move {
-        use tokio::io::AsyncReadExt;
-        let mut tail: Vec<u8> = Vec::new();
-        let mut buf = [0u8; 4096];
-        while let Ok(n @ 1..) = err.read(&mut buf).await {
-            tracing::debug!(server, "MCP server stderr: {}", String::from_utf8_lossy(&buf[..n]).trim_end());
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > STDERR_TAIL {
-                tail.drain(..tail.len() - STDERR_TAIL);
-            }
-        }
-        String::from_utf8_lossy(&tail).into_owned()
-    })
-}
-
 /// Shared handle kept by the session's configuration.
 pub type SharedMcpTools = Arc<McpTools>;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_prefixed_cleaned_and_cut() {
-        assert_eq!(model_name("fs", "read_file"), "mcp__fs__read_file");
-        assert_eq!(model_name("t", "get.time/now"), "mcp__t__get_time_now");
-        assert_eq!(model_name("s", &"x".repeat(100)).len(), 64);
-        assert!(check_name("fs-1").is_ok());
-        for bad in ["", "a b", "a__b", "ü", &"x".repeat(21)] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-    }
-}
+mod tests;

@@ -5,5 +5,6 @@
 
 pub mod bridge;
 pub mod client;
+pub mod connect;
 pub mod progress;
 pub mod tool_server;
