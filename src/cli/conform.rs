@@ -43,7 +43,7 @@ pub fn conform(args: ConformArgs, log: Option<pirn::logging::LogGuard>) -> ! {
         timeout: std::time::Duration::from_secs(args.timeout_secs),
         normalizer: args.norm.normalizer(),
     };
-    super::block_on_and_exit(pirn::conform::run(opts), log)
+    super::exit::block_on_and_exit(pirn::conform::run(opts), log)
 }
 
 #[derive(clap::Subcommand, Debug)]

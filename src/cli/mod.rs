@@ -18,12 +18,14 @@
 
 mod acp;
 mod conform;
+mod exit;
 mod run;
 mod serve;
 mod sessions;
 mod tools;
 
 use clap::{Parser, Subcommand};
+use exit::{block_on_and_exit, exit_with};
 use pirn::logging;
 
 const VERSION: &str = concat!(
@@ -90,32 +92,6 @@ enum Command {
     /// `pirn exec resume ID|--last` continues a thread. Exit 0 completed,
     /// 1 failed, 2 refused command line, 130 cancelled.
     Exec(pirn::codex::ExecArgs),
-}
-
-/// Runs `fut` on a single-threaded runtime, then exits with its code without
-/// waiting for blocking threads (a stdin read may still be parked in one).
-/// The log writer is flushed first (unless stderr would block).
-fn block_on_and_exit(fut: impl std::future::Future<Output = i32>, log: Option<logging::LogGuard>) -> ! {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            std::process::exit(70);
-        }
-    };
-    let code = rt.block_on(fut);
-    rt.shutdown_background();
-    // Queued spans get a short flush; an unreachable collector cannot hold the exit.
-    pirn::telemetry::shutdown(std::time::Duration::from_secs(2));
-    exit_with(code, log)
-}
-
-/// Flushes the log writer, then exits with `code`.
-fn exit_with(code: i32, log: Option<logging::LogGuard>) -> ! {
-    if let Some(log) = log {
-        log.finish();
-    }
-    std::process::exit(code);
 }
 
 /// The entry point: picks the front-end and never returns.

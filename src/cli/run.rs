@@ -254,7 +254,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         traceparent: None,
     };
     let cassette = CassetteFlags { record: args.record, replay: args.replay, continue_last: args.continue_last };
-    super::block_on_and_exit(run(config, args.prompt, options, format, cassette), log)
+    super::exit::block_on_and_exit(run(config, args.prompt, options, format, cassette), log)
 }
 
 /// Runs `prompt` once with `config`; returns the exit code. `cassette`

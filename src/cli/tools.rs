@@ -23,7 +23,7 @@ pub fn mcp(args: McpArgs, log: Option<pirn::logging::LogGuard>) -> ! {
     let workspace = args.cwd.unwrap_or_else(|| std::path::PathBuf::from("."));
     let allowed: Vec<_> = args.allowed_path.iter().filter_map(|p| p.canonicalize().ok()).collect();
     match pirn::mcp::tool_server::ToolServer::new(&args.tools, workspace.clone(), allowed) {
-        Ok(server) => super::block_on_and_exit(pirn::mcp::tool_server::serve_stdio(server), log),
+        Ok(server) => super::exit::block_on_and_exit(pirn::mcp::tool_server::serve_stdio(server), log),
         Err(e) => {
             #[allow(clippy::print_stderr)]
             {
