@@ -4,7 +4,7 @@
 //! and the rules: the model call whose usage crosses `max_total_tokens` or
 //! `max_cost_usd` is the send's last; a call that would pass `max_cost_usd`
 //! even at the cheapest price and with no answer is not made
-//! ([`Meter::refuse_call`]); a call whose cost is unknown (no provider
+//! ([`BudgetPoint::Request`]); a call whose cost is unknown (no provider
 //! figure, no price table) spends a cost budget, which cannot hold without
 //! it; a tool call beyond `max_tool_calls` is not run. The session reads
 //! the meter for `status_ok.budget` while the send runs, so the counters
@@ -13,6 +13,57 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::wire::BudgetStatus;
+
+/// The points of a send where its budgets are read. Every budget decision
+/// of the agent loop is [`Meter::at`] of one of these:
+///
+/// | point | spent | then |
+/// |---|---|---|
+/// | `BeforeCall` (each turn's model call) | tokens or cost | end `budget_exceeded` (the last answer's text, else pirn's account) |
+/// | `Request { least_cost }` (any request, side calls included, with `prices` known: its cheapest price) | the request would pass the cost budget | it is not sent: end `budget_exceeded` |
+/// | `AnswerWithCalls` (a model answer that asks for tools) | tokens or cost | end `budget_exceeded`: its calls are not run |
+/// | `AfterRound` (a tool round in which a call was refused) | tool calls | wrap up: one answer without tools |
+/// | `WrapUpCalledTools` (the wrap-up answer asked for tools again) | tool calls | end `budget_exceeded` |
+/// | `WrapUpAnswer` (the wrap-up's answer, the `BudgetStop` gate) | tool calls | end `budget_exceeded` with that answer |
+///
+/// A tool call beyond `max_tool_calls` is refused as it comes
+/// ([`Meter::take_tool_call`]); a subagent's budget is carved out of its
+/// parent's ([`Meter::carve`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetPoint {
+    BeforeCall,
+    Request { least_cost: f64 },
+    AnswerWithCalls,
+    AfterRound,
+    WrapUpCalledTools,
+    WrapUpAnswer,
+}
+
+/// What a budget says at a [`BudgetPoint`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetCall {
+    /// Go on.
+    Go,
+    /// Ask for one answer without tools (`WrapUp(Budget)`), then end.
+    WrapUp,
+    /// End the send now with [`Meter::exceeded`].
+    End,
+}
+
+impl Meter {
+    /// The budgets' decision at `point` (see [`BudgetPoint`]), where
+    /// `wrapping_up` says the send is in its budget wrap-up.
+    pub fn at(&self, point: BudgetPoint, wrapping_up: bool) -> BudgetCall {
+        match point {
+            BudgetPoint::BeforeCall if self.tokens_spent() => BudgetCall::End,
+            BudgetPoint::Request { least_cost } if self.refuse_call(least_cost) => BudgetCall::End,
+            BudgetPoint::AnswerWithCalls if self.tokens_spent() => BudgetCall::End,
+            BudgetPoint::AfterRound if self.tool_calls_spent() && !wrapping_up => BudgetCall::WrapUp,
+            BudgetPoint::WrapUpCalledTools | BudgetPoint::WrapUpAnswer if wrapping_up => BudgetCall::End,
+            _ => BudgetCall::Go,
+        }
+    }
+}
 
 /// What one send spent against its budgets. See the module doc.
 #[derive(Debug, Default)]
@@ -68,7 +119,7 @@ impl Meter {
 
     /// True when a call that costs at least `least` dollars would pass the
     /// cost budget: the call must not be made (and the meter remembers why).
-    pub fn refuse_call(&self, least: f64) -> bool {
+    fn refuse_call(&self, least: f64) -> bool {
         let Some(max) = self.max_cost_usd else { return false };
         let spent = f64::from_bits(self.cost_bits.load(Ordering::Relaxed));
         let refuse = spent + least > max;
@@ -109,7 +160,7 @@ impl Meter {
 
     /// True once the calls so far reached `max_total_tokens` or
     /// `max_cost_usd` ([`Meter::cost_spent`]): no more model calls.
-    pub fn tokens_spent(&self) -> bool {
+    fn tokens_spent(&self) -> bool {
         self.max_total_tokens.is_some_and(|max| self.total_tokens.load(Ordering::Relaxed) >= max) || self.cost_spent()
     }
 
@@ -129,7 +180,7 @@ impl Meter {
     }
 
     /// True once a tool call was refused for the budget.
-    pub fn tool_calls_spent(&self) -> bool {
+    fn tool_calls_spent(&self) -> bool {
         self.refused.load(Ordering::Relaxed)
     }
 
@@ -225,6 +276,24 @@ pub fn not_run(max: Option<u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_point_decides_from_what_is_spent() {
+        let m = Meter::new(Some(100), Some(1)).with_cost_budget(Some(1.0));
+        assert_eq!(m.at(BudgetPoint::BeforeCall, false), BudgetCall::Go);
+        assert_eq!(m.at(BudgetPoint::Request { least_cost: 0.5 }, false), BudgetCall::Go);
+        assert_eq!(m.at(BudgetPoint::Request { least_cost: 1.5 }, false), BudgetCall::End, "would pass $1");
+        m.charge_cost(Some(0.1));
+        m.charge_tokens(100);
+        assert_eq!(m.at(BudgetPoint::AnswerWithCalls, false), BudgetCall::End);
+        assert_eq!(m.at(BudgetPoint::BeforeCall, false), BudgetCall::End);
+        assert!(m.take_tool_call() && !m.take_tool_call(), "one tool call, the second refused");
+        assert_eq!(m.at(BudgetPoint::AfterRound, false), BudgetCall::WrapUp);
+        assert_eq!(m.at(BudgetPoint::AfterRound, true), BudgetCall::Go, "already wrapping up");
+        assert_eq!(m.at(BudgetPoint::WrapUpAnswer, false), BudgetCall::Go, "not the budget's wrap-up");
+        assert_eq!(m.at(BudgetPoint::WrapUpAnswer, true), BudgetCall::End);
+        assert_eq!(m.at(BudgetPoint::WrapUpCalledTools, true), BudgetCall::End);
+    }
 
     #[test]
     fn budgets_count_and_refuse_past_the_limit() {

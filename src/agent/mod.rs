@@ -60,6 +60,7 @@ use crate::context;
 use crate::conversation::Conversation;
 use crate::tools;
 use crate::wire::{EditFormat, ErrorCode, ErrorEnvelope, Event};
+use budget::{BudgetCall, BudgetPoint};
 use cx::SendCx;
 use gates::{Answer, Review};
 use turn::TurnStep;
@@ -161,14 +162,14 @@ async fn steer(cx: &mut SendCx<'_>) {
 /// True when another model call fits the send's limits (a steer may still
 /// be read).
 fn room(cx: &SendCx<'_>) -> bool {
-    cx.stats.iterations < cx.config.max_iterations && !cx.spec.meter.tokens_spent()
+    cx.stats.iterations < cx.config.max_iterations && cx.spec.meter.at(BudgetPoint::BeforeCall, false) == BudgetCall::Go
 }
 
 /// The limits checked before each model call: a spent token budget, and
 /// `max_iterations` (where a send that changed files ends `ok` when the
 /// operator's check now passes). `Some` when the send ends here.
 async fn limits(cx: &mut SendCx<'_>) -> Option<Outcome> {
-    if cx.spec.meter.tokens_spent() {
+    if cx.spec.meter.at(BudgetPoint::BeforeCall, false) == BudgetCall::End {
         let answer = Some(std::mem::take(&mut cx.last_text)).filter(|t| !t.trim().is_empty());
         let error = cx.spec.meter.exceeded();
         return Some(fail(cx.emit, error, answer.or_else(|| Some(cx.account())), None).await);

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use super::SendStats;
-use super::budget::Meter;
+use super::budget::{BudgetCall, BudgetPoint, Meter};
 use super::emit::Emitter;
 use super::fallback::Fallback;
 use crate::config::SessionConfig;
@@ -49,7 +49,8 @@ pub(super) async fn call_model(
     shown: Shown,
 ) -> Result<Completion, ModelError> {
     if let Some(prices) = &config.prices
-        && meter.refuse_call(prices.least_cost((body.len() as u64).div_ceil(4)))
+        && meter.at(BudgetPoint::Request { least_cost: prices.least_cost((body.len() as u64).div_ceil(4)) }, false)
+            == BudgetCall::End
     {
         let e = meter.exceeded();
         return Err(ModelError::BudgetSpent { message: e.message, details: e.details.unwrap_or_default() });

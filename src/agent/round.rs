@@ -16,6 +16,7 @@
 //! tool-call budget is spent. Every decision reads [`CallOutcome`]s and
 //! call signatures, never the text of a result or a request.
 
+use super::budget::{BudgetCall, BudgetPoint};
 use super::call_context::CallContext;
 use super::cx::SendCx;
 use super::facts::{CallOutcome, PastCall};
@@ -36,7 +37,8 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
     // After a wrap-up request the calls are not run (a server may still
     // send some): that is the loop going on.
     if cx.mode.no_tools() || cx.guard.is_loop(&turn.run, turn.most_copies) {
-        if cx.mode == Mode::WrapUp(WrapUp::Budget) {
+        let wrapping_up = cx.mode == Mode::WrapUp(WrapUp::Budget);
+        if cx.spec.meter.at(BudgetPoint::WrapUpCalledTools, wrapping_up) == BudgetCall::End {
             let error = cx.spec.meter.exceeded();
             return Some(fail(cx.emit, error, Some(cx.account()), None).await);
         }
@@ -67,7 +69,7 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
     if cx.mode == Mode::Act {
         cx.mode = Mode::Work;
     }
-    if cx.spec.meter.tool_calls_spent() && cx.mode == Mode::Work {
+    if cx.spec.meter.at(BudgetPoint::AfterRound, cx.mode != Mode::Work) == BudgetCall::WrapUp {
         // Out of tool calls: one answer without tools, then the send ends.
         cx.mode = Mode::WrapUp(WrapUp::Budget);
         cx.conv.push_note(budget::WRAP_UP);

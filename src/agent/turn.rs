@@ -11,6 +11,7 @@
 //! [`MAX_UNREADABLE`] times between them) and the line between them and
 //! the errors that end the send. Returns a [`TurnStep`]; decides nothing about the answer.
 
+use super::budget::{BudgetCall, BudgetPoint};
 use super::cx::SendCx;
 use super::mode::Mode;
 use super::outcome::{Shown, call_model, fail};
@@ -156,7 +157,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> TurnStep {
         };
         return TurnStep::End(fail(emit, error, Some(cx.account()), None).await);
     }
-    if cx.spec.meter.tokens_spent() && !completion.tool_calls.is_empty() {
+    if !completion.tool_calls.is_empty() && cx.spec.meter.at(BudgetPoint::AnswerWithCalls, false) == BudgetCall::End {
         // The call that crossed the budget is the last: its calls are not run.
         let error = cx.spec.meter.exceeded();
         return TurnStep::End(fail(emit, error, Some(cx.account()), None).await);

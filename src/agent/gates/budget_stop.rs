@@ -5,11 +5,13 @@
 //! pirn's account of what changed when it gave none).
 
 use super::{Answer, Verdict, said};
+use crate::agent::budget::{BudgetCall, BudgetPoint};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::{Mode, WrapUp};
 
 pub(super) fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
-    if cx.mode != Mode::WrapUp(WrapUp::Budget) {
+    let wrapping_up = cx.mode == Mode::WrapUp(WrapUp::Budget);
+    if cx.spec.meter.at(BudgetPoint::WrapUpAnswer, wrapping_up) != BudgetCall::End {
         return Verdict::Pass;
     }
     Verdict::Fail { error: cx.spec.meter.exceeded(), answer: said(&answer.text).or_else(|| Some(cx.account())) }

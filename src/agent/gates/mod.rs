@@ -37,7 +37,7 @@
 //! | `ok` | an answer every gate let through (plan mode: `plan_complete` first) | `agent::run` |
 //! | `ok` | the operator's check passes at a limit the send reached (iterations, context window) after it changed files | `agent::checked_anyway` |
 //! | `ok` | a `compact` request: compacted, or nothing to compact | `agent::fit::compact_now` |
-//! | `budget_exceeded` | the token or cost budget is spent: before a model call, or by the call whose tool calls would run next, or a wrap-up that called tools | `agent::limits`, `agent::turn`, `agent::round` |
+//! | `budget_exceeded` | the token or cost budget is spent: before a model call, or by the call whose tool calls would run next, or a wrap-up that called tools (each decided by `budget::Meter::at`, whose table lists them) | `agent::limits`, `agent::turn`, `agent::round` |
 //! | `max_iterations` | no model call left | `agent::limits` |
 //! | `context_overflow` | the conversation cannot be fitted to the window (after one retry with the learned window) | `agent::turn` (`fit::fit`) |
 //! | `provider_error` and the provider's codes | the model call failed after retries; or the answer ran away repeating itself | `agent::turn` |

@@ -36,7 +36,8 @@ pub(super) fn quiet(cx: &SendCx<'_>) -> bool {
         && facts.denied == 0
         && matches!(cx.mode, Mode::Work | Mode::Act)
         && cx.spec.output.is_none()
-        && !cx.spec.meter.tokens_spent()
+        && cx.spec.meter.at(crate::agent::budget::BudgetPoint::BeforeCall, false)
+            == crate::agent::budget::BudgetCall::Go
 }
 
 /// What one reading asks: the instructions, the label the text is shown
