@@ -3,7 +3,10 @@
 //!
 //! Owns: [`Mode`] and [`WrapUp`]. It replaces the loose flags the loop once
 //! kept (`wrap_up`, `cycle_stop`, `budget_stop`, `structured`): each is one
-//! variant here, so no two can disagree.
+//! variant here, so no two can disagree. And [`after_round`], the one place
+//! a tool round's facts choose the next mode (the gates choose it for an
+//! answer they send back, `SendCx::again`; a steer returns a wrap-up other
+//! than the budget's or a second cycle to work).
 
 /// What the next request asks of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,5 +79,98 @@ impl WrapUp {
             }
             WrapUp::Budget => "the send's tool calls were spent".to_owned(),
         }
+    }
+}
+
+/// What a tool round leaves for the next request's mode, as facts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RoundFacts {
+    /// The mode the round ran in.
+    pub mode: Mode,
+    /// The round's calls refused for the tool-call budget (`Meter::at`
+    /// `AfterRound` says wrap up).
+    pub out_of_tool_calls: bool,
+    /// Every call repeated one of the previous answer's that worked, with
+    /// nothing changed since.
+    pub looks_again: bool,
+    /// The operator's check runs and no file was changed yet.
+    pub checked_unwritten: bool,
+    /// A write put back the bytes (or lines) the file held, or an edit was
+    /// made already, and the profile asks for the answer then
+    /// (`early_wrap_up`).
+    pub redone: bool,
+    /// The calls went round a cycle (its period), and whether it is the
+    /// first cycle of the send.
+    pub cycle: Option<(usize, bool)>,
+}
+
+/// What the model is told with the mode [`after_round`] chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundNote {
+    /// Out of tool calls: answer without tools.
+    Budget,
+    /// The same calls again while the check has seen no change: call a tool.
+    RepeatToCheck,
+    /// Give the answer now.
+    WrapUp,
+    /// The calls went round this cycle (period): try something else.
+    Cycle(usize),
+}
+
+/// The mode after a tool round and the note that goes with it, from the
+/// round's facts, first match wins: out of tool calls → `WrapUp(Budget)`;
+/// calls repeated → `Act` (a checked send with nothing written) or
+/// `WrapUp(Repeated)`; a redone write → `WrapUp(Redone)`; a cycle → a note
+/// (the first) or `WrapUp(SecondCycle)`; else `Work` (an `Act` request
+/// gives way to work once its round ran).
+pub fn after_round(f: &RoundFacts) -> (Mode, Option<RoundNote>) {
+    let mode = if f.mode == Mode::Act { Mode::Work } else { f.mode };
+    if mode != Mode::Work {
+        return (mode, None);
+    }
+    if f.out_of_tool_calls {
+        return (Mode::WrapUp(WrapUp::Budget), Some(RoundNote::Budget));
+    }
+    if f.looks_again {
+        return match f.checked_unwritten {
+            true => (Mode::Act, Some(RoundNote::RepeatToCheck)),
+            false => (Mode::WrapUp(WrapUp::Repeated), Some(RoundNote::WrapUp)),
+        };
+    }
+    if f.redone {
+        return (Mode::WrapUp(WrapUp::Redone), Some(RoundNote::WrapUp));
+    }
+    match f.cycle {
+        Some((period, true)) => (Mode::Work, Some(RoundNote::Cycle(period))),
+        Some(_) => (Mode::WrapUp(WrapUp::SecondCycle), Some(RoundNote::WrapUp)),
+        None => (Mode::Work, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rounds_facts_choose_the_next_mode_first_match_wins() {
+        let work = RoundFacts::default();
+        assert_eq!(after_round(&work), (Mode::Work, None));
+        let act = RoundFacts { mode: Mode::Act, ..work };
+        assert_eq!(after_round(&act), (Mode::Work, None), "an Act round gives way to work");
+        let all =
+            RoundFacts { out_of_tool_calls: true, looks_again: true, redone: true, cycle: Some((2, false)), ..work };
+        assert_eq!(after_round(&all), (Mode::WrapUp(WrapUp::Budget), Some(RoundNote::Budget)));
+        let again = RoundFacts { out_of_tool_calls: false, ..all };
+        assert_eq!(after_round(&again), (Mode::WrapUp(WrapUp::Repeated), Some(RoundNote::WrapUp)));
+        let checked = RoundFacts { checked_unwritten: true, ..again };
+        assert_eq!(after_round(&checked), (Mode::Act, Some(RoundNote::RepeatToCheck)));
+        let redone = RoundFacts { looks_again: false, ..again };
+        assert_eq!(after_round(&redone), (Mode::WrapUp(WrapUp::Redone), Some(RoundNote::WrapUp)));
+        let second = RoundFacts { redone: false, ..redone };
+        assert_eq!(after_round(&second), (Mode::WrapUp(WrapUp::SecondCycle), Some(RoundNote::WrapUp)));
+        let first = RoundFacts { cycle: Some((3, true)), ..second };
+        assert_eq!(after_round(&first), (Mode::Work, Some(RoundNote::Cycle(3))));
+        let wrapping = RoundFacts { mode: Mode::WrapUp(WrapUp::Loop), ..all };
+        assert_eq!(after_round(&wrapping), (Mode::WrapUp(WrapUp::Loop), None), "a wrap-up stays");
     }
 }

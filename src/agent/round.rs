@@ -20,7 +20,7 @@ use super::budget::{BudgetCall, BudgetPoint};
 use super::call_context::CallContext;
 use super::cx::SendCx;
 use super::facts::{CallOutcome, PastCall};
-use super::mode::{Mode, WrapUp};
+use super::mode::{self, Mode, RoundFacts, RoundNote, WrapUp};
 use super::outcome::fail;
 use super::tool_call;
 use super::{Outcome, batch, budget, loop_guard};
@@ -66,14 +66,6 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
     let looks_again = repeats_a_look(&cx.previous, &signatures);
     let results = run_calls(cx, &turn, &signatures, looks_again).await;
     cx.verified = false;
-    if cx.mode == Mode::Act {
-        cx.mode = Mode::Work;
-    }
-    if cx.spec.meter.at(BudgetPoint::AfterRound, cx.mode != Mode::Work) == BudgetCall::WrapUp {
-        // Out of tool calls: one answer without tools, then the send ends.
-        cx.mode = Mode::WrapUp(WrapUp::Budget);
-        cx.conv.push_note(budget::WRAP_UP);
-    }
     let went_round = results.iter().filter_map(|d| cx.cycles.record(&d.signature, &d.text)).max();
     // The file already holds what the model writes: a rewrite with its
     // bytes or lines, or an edit the workspace shows made.
@@ -82,32 +74,23 @@ pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
             && matches!(outcome, CallOutcome::Did(Effect::Unchanged { .. } | Effect::Changed { relaid: true, .. })))
             || matches!(outcome, CallOutcome::Did(Effect::MadeAlready { .. }))
     });
-    if cx.mode == Mode::Work && looks_again {
-        if cx.verifier.is_some() && !cx.facts.wrote() {
-            // The operator's check has yet to see a change: an answer in
-            // words cannot pass it (and would spend one of its rounds), so
-            // the next request must call a tool. A third identical request
-            // is still a loop.
-            cx.mode = Mode::Act;
-            cx.conv.push_note(loop_guard::REPEAT_TO_CHECK);
-        } else {
-            // It asked again for what it already has: ask for its answer
-            // now rather than after a third identical request.
-            cx.mode = Mode::WrapUp(WrapUp::Repeated);
-            cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
-        }
-    } else if cx.mode == Mode::Work && rewrote_same && cx.config.profile.early_wrap_up {
-        // The file already holds what the model writes: ask for its answer
-        // (a profile's help; a capable model may have more to do).
-        cx.mode = Mode::WrapUp(WrapUp::Redone);
-        cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
-    } else if let Some(period) = went_round.filter(|_| cx.mode == Mode::Work) {
-        if cx.cycles.found == 1 {
-            cx.conv.push_note(&loop_guard::cycle_note(&cx.cycles.round(period)));
-        } else {
-            cx.mode = Mode::WrapUp(WrapUp::SecondCycle);
-            cx.conv.push_note(&loop_guard::wrap_up_note(cx.request));
-        }
+    let facts = RoundFacts {
+        mode: cx.mode,
+        out_of_tool_calls: cx.spec.meter.at(BudgetPoint::AfterRound, false) == BudgetCall::WrapUp,
+        looks_again,
+        checked_unwritten: cx.verifier.is_some() && !cx.facts.wrote(),
+        // A profile's help: a capable model may have more to do.
+        redone: rewrote_same && cx.config.profile.early_wrap_up,
+        cycle: went_round.map(|period| (period, cx.cycles.found == 1)),
+    };
+    let (mode, note) = mode::after_round(&facts);
+    cx.mode = mode;
+    match note {
+        Some(RoundNote::Budget) => cx.conv.push_note(budget::WRAP_UP),
+        Some(RoundNote::RepeatToCheck) => cx.conv.push_note(loop_guard::REPEAT_TO_CHECK),
+        Some(RoundNote::WrapUp) => cx.conv.push_note(&loop_guard::wrap_up_note(cx.request)),
+        Some(RoundNote::Cycle(period)) => cx.conv.push_note(&loop_guard::cycle_note(&cx.cycles.round(period))),
+        None => {}
     }
     cx.previous = still_valid(&turn.run, &cx.facts.last_round, results);
     None
