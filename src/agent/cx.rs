@@ -43,7 +43,7 @@ pub struct SendCx<'a> {
     /// may be answered with.
     pub previous: Vec<PastCall>,
     /// Gates that already sent the model back once in this send.
-    pub fired: Vec<&'static str>,
+    pub fired: Vec<super::gates::Gate>,
     /// The model's reading of the request (the `Asked` gate's), once per send.
     pub reading: super::gates::RequestReading,
     /// One retry after the server said the request does not fit.
@@ -136,13 +136,13 @@ impl<'a> SendCx<'a> {
         self.previous.clear();
     }
 
-    /// True the first time gate `name` asks (it sends the model back at
-    /// most once per send).
-    pub fn fire_once(&mut self, name: &'static str) -> bool {
-        if self.fired.contains(&name) {
+    /// True the first time `gate` asks (it sends the model back at most
+    /// once per send).
+    pub fn fire_once(&mut self, gate: super::gates::Gate) -> bool {
+        if self.fired.contains(&gate) {
             return false;
         }
-        self.fired.push(name);
+        self.fired.push(gate);
         true
     }
 

@@ -37,8 +37,8 @@
 //! the send are held back (not run; the result says why and asks for the
 //! answer in words, with any change it needs described).
 
-use super::Verdict;
 use super::reading::{Ask, quiet, yes_no};
+use super::{Gate, Verdict};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};
@@ -89,7 +89,7 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     if read_request(cx).await != RequestReading::ChangesFiles(true) {
         return Verdict::Pass;
     }
-    if cx.fire_once("asked") {
+    if cx.fire_once(Gate::Asked) {
         return Verdict::Again { note: NOTE.to_owned(), mode: Mode::Act };
     }
     if cx.verifier.is_some() {

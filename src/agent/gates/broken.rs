@@ -8,7 +8,7 @@
 //! its tools; a file still broken after that ends the send
 //! `verification_failed`.
 
-use super::Verdict;
+use super::{Gate, Verdict};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};
@@ -20,7 +20,7 @@ pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
     let Some((file, problem)) = cx.tools.off_thread(|t| t.broken()).await.into_iter().next() else {
         return Verdict::Pass;
     };
-    if cx.fire_once("broken") {
+    if cx.fire_once(Gate::Broken) {
         let note = format!("Not finished: {file} does not parse now ({problem}). Fix it, then answer.");
         return Verdict::Again { note, mode: Mode::Work };
     }

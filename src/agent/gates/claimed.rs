@@ -19,8 +19,8 @@
 //! command changed pirn cannot see). Any failure of the reading call lets
 //! the answer through. Each answer it sees costs one reading.
 
-use super::Verdict;
 use super::reading::{Ask, quiet, yes_no};
+use super::{Gate, Verdict};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};
@@ -44,19 +44,16 @@ const ASK: Ask = Ask {
     examples: &[],
 };
 
-/// The gate's name for [`SendCx::fire_once`].
-const NAME: &str = "claimed";
-
 pub(super) async fn review(cx: &mut SendCx<'_>, answer: &str) -> Verdict {
     if !cx.config.claim_check || !quiet(cx) || answer.trim().is_empty() {
         return Verdict::Pass;
     }
-    let sent_back = cx.fired.contains(&NAME);
+    let sent_back = cx.fired.contains(&Gate::Claimed);
     if yes_no(cx, ASK, answer).await != Some(true) {
         return Verdict::Pass;
     }
     if !sent_back {
-        cx.fire_once(NAME);
+        cx.fire_once(Gate::Claimed);
         return Verdict::Again { note: NOTE.to_owned(), mode: Mode::Act };
     }
     Verdict::Fail {

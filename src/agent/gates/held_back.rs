@@ -10,7 +10,7 @@
 //! write that never landed is not `ok` (its `files_changed` stays what is
 //! on disk).
 
-use super::Verdict;
+use super::{Gate, Verdict};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};
@@ -20,7 +20,7 @@ pub(super) fn review(cx: &mut SendCx<'_>) -> Verdict {
         return Verdict::Pass;
     }
     let files: Vec<String> = cx.facts.held_back.iter().map(|p| cx.shown(p)).collect();
-    if !cx.fire_once("held_back") {
+    if !cx.fire_once(Gate::HeldBack) {
         let message = format!(
             "the write_file to {} was held back because it removes most of the file, and was never confirmed: \
              the file is unchanged",
