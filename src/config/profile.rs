@@ -185,17 +185,57 @@ fn parse(text: &str, path: &Path) -> Result<ModelSettings, ConfigError> {
 }
 
 /// `pattern` (a glob: `*`, `?`, `[…]`) matches all of `name`, ignoring case.
+/// A pattern whose plain text is not in `name` is not compiled ([`may_match`]):
+/// compiling a glob builds a regex, a megabyte of a plain worker's memory.
 fn glob_matches(pattern: &str, name: &str) -> bool {
-    globset::GlobBuilder::new(pattern)
+    may_match(pattern, name)
+        && globset::GlobBuilder::new(pattern)
         .case_insensitive(true)
         .literal_separator(false)
         .build()
         .is_ok_and(|g| g.compile_matcher().is_match(name))
 }
 
+/// A necessary condition for `pattern` to match `name`: each run of plain
+/// characters between its wildcards (`*`, `?`, a `[…]` class) occurs in
+/// `name`, case ignored. True for a pattern with escapes or alternatives
+/// (`\`, `{…}`), which only the glob itself can judge.
+fn may_match(pattern: &str, name: &str) -> bool {
+    if pattern.contains(['\\', '{', '}']) {
+        return true;
+    }
+    let name = name.to_lowercase();
+    let mut runs = vec![String::new()];
+    let mut in_class = false;
+    for c in pattern.to_lowercase().chars() {
+        match c {
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            _ if in_class => {}
+            '*' | '?' => runs.push(String::new()),
+            c => runs.last_mut().map_or((), |r| r.push(c)),
+        }
+        if c == '[' || c == ']' {
+            runs.push(String::new());
+        }
+    }
+    runs.iter().all(|run| name.contains(run.as_str()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_glob_whose_text_is_absent_is_not_compiled_and_others_still_match() {
+        assert!(!may_match("*qwen2.5-coder-1.5b*", "gpt-4o"));
+        assert!(may_match("*qwen2.5-coder-1.5b*", "Qwen2.5-Coder-1.5B-Instruct-Q4"));
+        assert!(glob_matches("*qwen2.5-coder-1.5b*", "Qwen2.5-Coder-1.5B-Instruct-Q4"));
+        assert!(glob_matches("llama-3.?-8b*", "llama-3.1-8b-instruct") && !glob_matches("llama-3.?-8b*", "llama-3-8b"));
+        assert!(glob_matches("m[ai]stral*", "Mistral-7B") && !may_match("m[ai]stral*", "mixtral"));
+        assert!(may_match("{a,b}*", "zzz"), "alternatives are left to the glob");
+        assert!(!glob_matches("{a,b}*", "zzz"));
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Environment {
         let home = tempfile::tempdir().unwrap().keep();
