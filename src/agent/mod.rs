@@ -4,7 +4,7 @@
 //!
 //! The loop is short on purpose; each step lives in its own module:
 //! - [`turn`]: one model call in the send's [`mode::Mode`] (window fitting,
-//!   the request, usage, typed recoveries), returning a [`turn::Step`];
+//!   the request, usage, typed recoveries), returning a [`turn::TurnStep`];
 //! - [`round`]: one tool round (loop stop, repeats, the tool-call budget,
 //!   cycle notes), each call's typed [`facts::CallOutcome`] recorded in
 //!   [`facts::Facts`];

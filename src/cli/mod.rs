@@ -7,7 +7,7 @@
 //! - [`run`]: `pirn run [flags] PROMPT`, one send for scripts;
 //! - [`serve`]: `pirn serve`, the HTTP daemon;
 //! - [`acp`]: `pirn acp`, the Agent Client Protocol;
-//! - [`sessions`]: `pirn sessions list|show|export|rm`;
+//! - [`sessions`]: `pirn sessions list|show|export|rm|rewind|fork|worktrees|worktree-rm`;
 //! - [`conform`]: `pirn conform` and `pirn transcript diff|normalize`;
 //! - [`tools`]: `pirn tool` and `pirn mcp`, the tools without a model;
 //! - `pirn exec …`: Codex's headless surface (what the Codex SDK spawns),

@@ -190,10 +190,10 @@ fn parse(text: &str, path: &Path) -> Result<ModelSettings, ConfigError> {
 fn glob_matches(pattern: &str, name: &str) -> bool {
     may_match(pattern, name)
         && globset::GlobBuilder::new(pattern)
-        .case_insensitive(true)
-        .literal_separator(false)
-        .build()
-        .is_ok_and(|g| g.compile_matcher().is_match(name))
+            .case_insensitive(true)
+            .literal_separator(false)
+            .build()
+            .is_ok_and(|g| g.compile_matcher().is_match(name))
 }
 
 /// A necessary condition for `pattern` to match `name`: each run of plain

@@ -10,7 +10,7 @@
 //! Owns: the terminal options ([`TerminalOptions`]), the table of live
 //! terminals with its session limit ([`Terminals`], [`ShellSlot`]), and the
 //! daemon-stop kill of every terminal process. Processes themselves live in
-//! [`process`]; the HTTP and WebSocket sides in `transport::http::{shell,
+//! [`process`]; the HTTP and WebSocket sides in `transport::http::facades::{shell,
 //! console}`.
 
 pub mod backlog;

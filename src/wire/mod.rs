@@ -13,9 +13,10 @@
 //!   and the payload's own discriminator key is also `event`
 //!   (`{"type":"event","event":{"event":"content_delta","text":"…"},…}`);
 //! - `session_id` is on every event and result once a session exists;
-//! - pirn's additions are optional fields (`call_id`, `is_error`,
-//!   `queue_length`, `request_id`, `args`) and the opt-in request
-//!   `permission_response`; a 0.2.0 client never has to look at them.
+//! - pirn's additions (fields such as `call_id`, `is_error`,
+//!   `queue_length`, `request_id`, `args`, and the 0.3.0 events and
+//!   requests) are taken out of a 0.2.0 session's lines by [`shape`], so a
+//!   0.2.0 client never sees them.
 
 mod agents;
 mod attempts;
