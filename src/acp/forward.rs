@@ -17,7 +17,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 use tokio::sync::mpsc;
 
-use super::AcpSession;
+use super::session::AcpSession;
 use super::updates;
 use crate::wire::{Decision, Event, OutgoingMessage};
 

@@ -22,8 +22,12 @@ use async_openai::types::chat::{
     ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessageContent,
 };
 
-use super::{Acp, Listed, updates};
+use super::state::Acp;
+use super::updates;
 use crate::conversation::NOTE_MARK;
+
+/// Sessions as `session/list` shows them (see [`list`]).
+pub(crate) type Listed = Vec<SessionInfo>;
 
 /// Sessions listed at most.
 const MAX_LISTED: usize = 100;

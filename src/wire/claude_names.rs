@@ -6,7 +6,7 @@
 //! modes (`default`, `acceptEdits`, `plan`, `bypassPermissions`), as its
 //! Agent SDKs' types spell them. Pure data; no I/O.
 
-use super::ApprovalMode;
+use super::policy::ApprovalMode;
 
 /// Claude Code's names of pirn's six built-in tools, its plan tool, its
 /// subagent tool (`Agent`, which Claude Code called `Task` before; both

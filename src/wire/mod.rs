@@ -2,8 +2,11 @@
 //! the decoder that turns one stdin line into a [`Request`].
 //!
 //! Owns: the JSON shapes only ([`request`] and the operator settings of
-//! [`policy`] in, [`outgoing`] and [`result`] out), the request decoder, the
-//! version check and the `event_seq` [`Sequencer`]. Nothing here does I/O;
+//! [`policy`] in, [`outgoing`] and [`result`] out, with the pieces both
+//! carry: [`correlation`], [`usage`], [`error`]), the request decoder, the
+//! version check ([`version`]) and the `event_seq` [`Sequencer`]. Each child
+//! imports what it uses from the file that defines it; this file only
+//! re-exports them. Nothing here does I/O;
 //! the transports (`transport::stdio`, `transport::http`) serialise what the
 //! session produces and feed it what they read.
 //!
@@ -21,6 +24,8 @@
 mod agents;
 mod attempts;
 pub mod claude_names;
+mod correlation;
+mod error;
 pub mod http;
 mod outgoing;
 mod plan;
@@ -28,6 +33,7 @@ mod policy;
 mod request;
 mod result;
 mod steer;
+mod usage;
 mod version;
 
 use std::sync::Arc;
@@ -36,16 +42,16 @@ use serde_json::Value;
 
 pub use agents::*;
 pub use attempts::*;
+pub use correlation::*;
+pub use error::*;
 pub use outgoing::*;
 pub use plan::*;
 pub use policy::*;
 pub use request::*;
 pub use result::*;
 pub use steer::*;
+pub use usage::*;
 pub use version::*;
-
-/// The protocol version this build speaks: the content of `PROTOCOL_VERSION`.
-pub const PROTOCOL_VERSION: &str = include_str!("../../PROTOCOL_VERSION").trim_ascii();
 
 /// Longest request line accepted on stdin, in bytes (10 MiB). Longer lines are
 /// discarded and answered with a `protocol_error` result.

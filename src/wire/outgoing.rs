@@ -8,7 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{IdOnly, SendResult};
+use super::correlation::Correlation;
+use super::error::{ErrorCode, ErrorEnvelope};
+use super::request::IdOnly;
+use super::result::SendResult;
+use super::usage::Usage;
 
 /// One line pirn writes (stdout, an SSE `data:`, a WebSocket frame).
 /// Discriminated by `type`. (Named apart from HTTP responses; its schema
@@ -25,7 +29,7 @@ pub enum OutgoingMessage {
     StatusOk(Box<StatusOk>),
     ShutdownOk(IdOnly),
     /// 0.3.0: the answer to a `steer` a running send took.
-    SteerOk(super::SteerOk),
+    SteerOk(super::steer::SteerOk),
 }
 
 /// A file one tool call changed (`tool_end.diff`, 0.3.0).
@@ -82,18 +86,6 @@ pub struct EventMsg {
     pub parent_call_id: Option<Arc<str>>,
     #[serde(flatten)]
     pub correlation: Correlation,
-}
-
-/// The ids echoed on every event and result (reference-counted: cloning
-/// them per event costs no allocation).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-pub struct Correlation {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<Arc<str>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<Arc<str>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_id: Option<Arc<str>>,
 }
 
 /// Event payloads. Discriminated by `event`.
@@ -172,7 +164,7 @@ pub enum Event {
     PlanComplete { plan: String },
     /// 0.3.0: the model's plan changed (a `todo_write` call): the whole
     /// list as it stands now, in order. A client replaces what it shows.
-    Plan { todos: Vec<super::TodoItem> },
+    Plan { todos: Vec<super::plan::TodoItem> },
     /// Periodic alive signal; `duration_ms` since the send began.
     Heartbeat { duration_ms: u64 },
     /// The conversation was shortened before a model call: the oldest tool
@@ -255,44 +247,6 @@ impl OutgoingMessage {
     }
 }
 
-/// Token counts, as reported by the model server.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, utoipa::ToSchema, PartialEq)]
-pub struct Usage {
-    /// Tokens of the request (system prompt, conversation, tool specs).
-    pub prompt_tokens: u64,
-    /// Tokens the model generated.
-    pub completion_tokens: u64,
-    /// The two together (as the server reports it).
-    pub total_tokens: u64,
-    /// 0.3.0: prompt tokens the server answered from its prompt cache, when
-    /// it says (OpenAI `prompt_tokens_details.cached_tokens`, llama.cpp
-    /// `timings.cache_n`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u64>,
-    /// 0.3.0: what the call cost in US dollars: the provider's own figure
-    /// (OpenRouter's `usage.cost`, LiteLLM's `x-litellm-response-cost`
-    /// header), else the operator's price table (`config.prices`). Absent
-    /// when unknown (never a made-up 0). In `result.usage`: the send's sum,
-    /// absent when any of its model calls' cost is unknown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-}
-
-impl Usage {
-    /// Adds `other` into `self` (saturating).
-    pub fn add(&mut self, other: &Usage) {
-        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
-        self.completion_tokens = self.completion_tokens.saturating_add(other.completion_tokens);
-        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
-        if let Some(c) = other.cached_tokens {
-            self.cached_tokens = Some(self.cached_tokens.unwrap_or(0).saturating_add(c));
-        }
-        if let Some(c) = other.cost_usd {
-            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
-        }
-    }
-}
-
 /// `status_ok`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct StatusOk {
@@ -326,7 +280,7 @@ pub struct StatusOk {
     /// pirn extension (0.3.0): the model's plan as its last `todo_write`
     /// left it (absent when there is none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<Vec<super::TodoItem>>,
+    pub plan: Option<Vec<super::plan::TodoItem>>,
 }
 
 /// 0.3.0 `status_ok.budget`: what the running send has spent so far.
@@ -349,73 +303,4 @@ pub struct BudgetStatus {
     /// The send's cost budget in US dollars, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
-}
-
-/// The error envelope shared by results, `init_ok` and `error` events.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
-pub struct ErrorEnvelope {
-    pub code: ErrorCode,
-    pub message: String,
-    pub retryable: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-}
-
-impl ErrorEnvelope {
-    /// A non-retryable error without details.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ErrorEnvelope { code, message: message.into(), retryable: false, details: None }
-    }
-
-    /// The envelope of a cancelled send: `{code:"cancelled", message:"cancelled", retryable:false}`.
-    pub fn cancelled() -> Self {
-        ErrorEnvelope::new(ErrorCode::Cancelled, "cancelled")
-    }
-}
-
-/// Error codes. The first six are protocol 0.2.0's; `max_iterations` is
-/// pirn's (the issue that specifies the limit names it).
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
-    ProviderError,
-    ProtocolError,
-    ProtocolVersionMismatch,
-    ToolError,
-    LoopDetected,
-    Cancelled,
-    MaxIterations,
-    /// HTTP facade: the send waited too long in its session's queue.
-    QueueTimeout,
-    /// A bug in pirn (a panic) ended the send; the session goes on.
-    InternalError,
-    /// The request does not fit the model's context window even after
-    /// pruning and compaction (the system prompt, tool specs, user messages
-    /// and the model's own calls are never cut).
-    ContextOverflow,
-    /// Replay (`PIRN_REPLAY`): the model request is not the recorded one.
-    ReplayMismatch,
-    /// 0.3.0: the verification command still failed after the rounds the
-    /// model was given to fix it (0.2.0 clients see `tool_error`).
-    VerificationFailed,
-    /// 0.3.0: the final answer still did not match the send's
-    /// `output_schema` after `output_retries`; `details.errors` lists the
-    /// validation errors.
-    OutputInvalid,
-    /// A budget (`max_total_tokens`, `max_cost_usd`, `max_tool_calls`) was spent before the
-    /// task was done (0.2.0 clients see `max_iterations`, the nearest limit
-    /// heddle knows).
-    BudgetExceeded,
-    /// 0.3.0: the request is well-formed JSON but unusable (an
-    /// `output_schema` that does not compile); nothing was run.
-    InvalidRequest,
-    /// 0.3.0: an operator's hook refused the send (`UserPromptSubmit`) or
-    /// the compaction (`PreCompact`); the message carries its reason
-    /// (0.2.0 clients see `tool_error`).
-    HookBlocked,
-    /// 0.3.0: a `rewind` put nothing back: a file's state before was not
-    /// kept, or it changed since the send left it; `details` lists them
-    /// (`{"unkept": […]}` or `{"changed_since": […]}`) (0.2.0 clients see
-    /// `tool_error`).
-    RewindRefused,
 }

@@ -35,7 +35,7 @@ pub enum Request {
     Rewind(RewindRequest),
     /// 0.3.0: add text to the running send (answered by `steer_ok`), else
     /// queue it as a send.
-    Steer(super::SteerRequest),
+    Steer(super::steer::SteerRequest),
 }
 
 impl Request {
@@ -116,7 +116,7 @@ pub struct InitConfig {
     /// its definition allows within the parent's, and answers the call
     /// with its final answer. Default: none (no `task` tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agents: Option<super::Agents>,
+    pub agents: Option<super::agents::Agents>,
     /// Most tool calls of one model answer that run (default 16); the rest
     /// are answered "not run" to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::attempts::{CheckpointKept, RewoundFile, WorktreeState};
-use super::{Correlation, ErrorCode, ErrorEnvelope, Usage};
+use super::correlation::Correlation;
+use super::error::{ErrorCode, ErrorEnvelope};
+use super::usage::Usage;
 
 /// `result`: the one final answer to a send (or to a bad request line).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]

@@ -8,7 +8,11 @@
 
 use serde_json::Value;
 
-use super::*;
+use super::error::{ErrorCode, ErrorEnvelope};
+use super::outgoing::{Event, OutgoingMessage};
+
+/// The protocol version this build speaks: the content of `PROTOCOL_VERSION`.
+pub const PROTOCOL_VERSION: &str = include_str!("../../PROTOCOL_VERSION").trim_ascii();
 
 /// A client's `protocol_version` that this build cannot serve. The text is
 /// phrased as in the protocol document (`Client requested 1.0.0, server is
