@@ -12,8 +12,8 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response as HttpResponse};
 
-use super::App;
 use super::api::ApiError;
+use super::state::App;
 
 /// Preflights get `204 No Content` (tower-http answers them `200` with an
 /// empty body; the API documents 204).

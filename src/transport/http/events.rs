@@ -1,11 +1,14 @@
 //! SSE: a session's frames as `id:` / `event:` / `data:` events, with
 //! `Last-Event-ID` replay from the hub's ring, else from the session log
 //! ([`super::history`]); and the guard that withdraws a `?stream=1`
-//! send still queued when its client leaves ([`Withdraw`]).
+//! send still queued when its client leaves ([`Withdraw`]). Every SSE
+//! route of the daemon, the facades' included, keeps alive every
+//! [`KEEPALIVE`].
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -17,11 +20,14 @@ use tokio::sync::broadcast;
 use super::api::ApiError;
 use super::history::follow;
 use super::sessions::store_error;
-use super::{App, HttpSession, KEEPALIVE};
+use super::state::{App, HttpSession};
 use crate::store::StoreError;
 use crate::store::fold::lines_after;
 use crate::transport::hub::{Frame, LiveFrames, ReplayError};
 use crate::wire::http::ErrorBody;
+
+/// SSE keepalive comment interval.
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Withdraws a still-queued send when its `?stream=1` client goes away.
 pub struct Withdraw {

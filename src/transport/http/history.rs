@@ -18,9 +18,9 @@ use serde::Deserialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::App;
 use super::api::ApiError;
 use super::sessions::store_error;
+use super::state::App;
 use crate::store::fold::{fold, lines_after};
 use crate::store::{Appended, Store, Stored};
 use crate::wire::http::ErrorBody;

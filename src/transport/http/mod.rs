@@ -1,16 +1,18 @@
 //! `pirn serve`: the same sessions over HTTP, SSE and WebSocket (axum).
 //!
 //! Owns: binding and trust (loopback by default; a bearer token required
-//! off loopback), the table of live sessions, and the graceful stop: on
+//! off loopback), building the daemon's state ([`state`]: the table of live
+//! sessions), closing idle sessions, and the graceful stop: on
 //! `POST /shutdown`, SIGTERM or SIGINT every session is shut down (cancelled
 //! results reach the streams), every hub closed (streams end), and axum's
 //! graceful shutdown waits for the answers in flight.
 //!
 //! Three groups, one directory each:
 //! - the native API, one file per concern: `routes` (the route table,
-//!   [`ROUTES`], and the layers), [`guard`] (Host, Origin, content type,
-//!   CORS, what an HTTP session may ask for), [`api`] (error bodies, body
-//!   cap), [`auth`] (token), [`openapi`] (the generated document),
+//!   [`ROUTES`], and the layers), [`state`] (the daemon's state, [`App`]),
+//!   [`trust`] (what the daemon trusts, what an HTTP session may ask for),
+//!   [`guard`] (Host, Origin, content type, CORS), [`api`] (error bodies,
+//!   body cap), [`auth`] (token), [`openapi`] (the generated document),
 //!   [`sessions`], [`sends`], [`events`] (SSE), [`history`], [`ws`];
 //! - [`facades`]: other daemons' formats over the same sessions (agent-webkit,
 //!   MCP, stringd's inbox, muti's shell and ACECode's console);
@@ -18,8 +20,8 @@
 //!   session.
 //!
 //! Every behaviour of a send lives in `session`/`agent`; each session's
-//! output goes through its [`Hub`]. Every body is a type of
-//! [`crate::wire::http`].
+//! output goes through its [`Hub`](crate::transport::hub::Hub). Every body
+//! is a type of [`crate::wire::http`].
 
 pub mod api;
 pub mod auth;
@@ -32,6 +34,8 @@ mod routes;
 pub mod routing;
 pub mod sends;
 pub mod sessions;
+pub mod state;
+pub mod trust;
 pub mod ws;
 
 pub use facades::{console, inbox, mcp, shell, webkit};
@@ -47,21 +51,20 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::Environment;
-use crate::session::Ending;
-use crate::session::Session;
 use crate::terminal::{TerminalOptions, Terminals};
-use crate::transport::hub::Hub;
 use crate::transport::signal::shutdown_signal;
-use crate::wire::http::sessions::ConsoleAvailability;
-use api::ApiError;
+use facades::inboxes::Inboxes;
+use routing::group::{advertised_host, keep_leases};
+use routing::membership::Group;
 
 pub use api::{DRAIN_LIMIT, MAX_BODY};
+pub use events::KEEPALIVE;
 pub use routes::ROUTES;
+pub use state::{App, HttpSession};
+pub use trust::is_loopback;
 
 /// Sends that may wait behind the running one in a session, by default (`--max-queue`).
 pub const MAX_QUEUE: usize = 5;
-/// SSE keepalive comment interval.
-pub const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Longest wait, once stopping, for connections still open after every
 /// stream has ended (a client that never finishes its request).
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -91,136 +94,28 @@ pub struct ServeOptions {
     /// Who may reach the daemon and what sessions may ask for
     /// (`--allow-host`, `--allow-origin`, `--allow-mcp-command`,
     /// `--sandbox`, `--no-network`, `--env-passthrough`).
-    pub trust: guard::Trust,
+    pub trust: trust::Trust,
 }
 
-/// A live session and its hub.
-pub struct HttpSession {
-    pub session: Session,
-    pub hub: Arc<Hub>,
-    /// When a request last named it ([`crate::transport::hub::mono_ms`]).
-    pub touched_ms: std::sync::atomic::AtomicU64,
-}
-
-impl HttpSession {
-    /// True when nothing runs or waits and neither a request nor a frame
-    /// touched it for `idle`.
-    fn idle(&self, now_ms: u64, idle: Duration) -> bool {
-        let last = self.touched_ms.load(std::sync::atomic::Ordering::Relaxed).max(self.hub.last_frame_ms());
-        now_ms.saturating_sub(last) >= idle.as_millis() as u64 && !self.session.busy()
-    }
-}
-
-impl HttpSession {
-    /// Cancels what runs and waits (results reach the streams), then ends
-    /// every stream.
-    pub async fn close(&self) {
-        let streams = self.hub.close();
-        self.session.clone().end(Ending::Cancel, std::future::pending(), streams).await;
-    }
-}
-
-/// The daemon's state.
-pub struct App {
-    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
-    token: Option<String>,
-    shutdown: CancellationToken,
-    queue_timeout: Duration,
-    max_sessions: usize,
-    session_idle: Duration,
-    env: Environment,
-    terminals: Option<Arc<Terminals>>,
-    /// Webhook inboxes of the live sessions.
-    inbox: inbox::Inboxes,
-    /// Where the daemon listens (`ADDR:PORT`).
-    local_addr: String,
-    /// This daemon's identity and start, for ACECode's `/api/health`.
-    guid: String,
-    port: u16,
-    started: std::time::Instant,
-    /// The address bound (a Host naming it is accepted off loopback).
-    bind: IpAddr,
-    trust: guard::Trust,
-    /// This host's group, with `--advertise-url`.
-    group: Option<Arc<group::Group>>,
-    /// `--max-queue`.
-    max_queue: usize,
-}
-
-impl App {
-    fn get(&self, id: &str) -> Result<Arc<HttpSession>, ApiError> {
-        let s = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(format!("no session {id:?}")))?;
-        s.touched_ms.store(self.now_ms(), std::sync::atomic::Ordering::Relaxed);
-        Ok(s)
-    }
-
-    /// The clock of idle times.
-    fn now_ms(&self) -> u64 {
-        crate::transport::hub::mono_ms()
-    }
-
-    /// Closes the live sessions idle for `--session-idle-secs`, every
-    /// tenth of that time, until the daemon stops.
-    async fn reap_idle(self: Arc<Self>) {
-        let every = (self.session_idle / 10).clamp(Duration::from_millis(50), Duration::from_secs(60));
-        loop {
-            tokio::select! {
-                _ = self.shutdown.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
-            }
-            let now = self.now_ms();
-            let idle: Vec<String> = {
-                let table = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-                table.iter().filter(|(_, s)| s.idle(now, self.session_idle)).map(|(id, _)| id.clone()).collect()
-            };
-            for id in idle {
-                tracing::info!(session_id = %id, "closing an idle session (its log is kept)");
-                sessions::close_session(&self, &id).await;
-            }
+/// Closes the live sessions idle for `--session-idle-secs`, every
+/// tenth of that time, until the daemon stops.
+async fn reap_idle(app: Arc<App>) {
+    let every = (app.session_idle / 10).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            _ = app.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let now = app.now_ms();
+        let idle: Vec<String> = {
+            let table = app.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            table.iter().filter(|(_, s)| s.idle(now, app.session_idle)).map(|(id, _)| id.clone()).collect()
+        };
+        for id in idle {
+            tracing::info!(session_id = %id, "closing an idle session (its log is kept)");
+            sessions::close_session(&app, &id).await;
         }
     }
-
-    /// Whether session `id` runs on this host.
-    fn is_live(&self, id: &str) -> bool {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).contains_key(id)
-    }
-
-    fn all(&self) -> Vec<Arc<HttpSession>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
-    }
-
-    /// The terminals, or 404 when the daemon runs without `--terminals`.
-    fn terminals(&self) -> Result<Arc<Terminals>, ApiError> {
-        self.terminals
-            .clone()
-            .ok_or_else(|| ApiError::not_found("terminals are off (start pirn serve with --terminals)"))
-    }
-
-    /// `{available, backend}`, as ACECode's health shows its console.
-    fn console_health(&self) -> ConsoleAvailability {
-        ConsoleAvailability {
-            available: self.terminals.is_some(),
-            backend: crate::terminal::console::BACKEND.to_owned(),
-        }
-    }
-}
-
-/// The host name of an advertised `http://HOST[:PORT]` URL, as a `Host`
-/// header naming it is compared ([`guard::host_name`]).
-fn advertised_host(url: &str) -> Option<String> {
-    let authority = url.strip_prefix("http://")?.split('/').next()?;
-    Some(guard::host_name(authority)).filter(|h| !h.is_empty())
-}
-
-/// True for 127.0.0.0/8 and ::1, IPv4-mapped ones included.
-pub fn is_loopback(peer: SocketAddr) -> bool {
-    peer.ip().to_canonical().is_loopback()
 }
 
 /// Runs the daemon until `POST /shutdown`, SIGTERM or SIGINT; returns the
@@ -255,7 +150,7 @@ pub async fn serve(opts: ServeOptions) -> i32 {
     }
     let group = match (&advertise, env.store.as_ref().and_then(|s| s.postgres())) {
         (None, _) => None,
-        (Some(url), Some(pg)) => Some(Arc::new(group::Group::new(pg.clone(), url.clone(), opts.lease))),
+        (Some(url), Some(pg)) => Some(Arc::new(Group::new(pg.clone(), url.clone(), opts.lease))),
         (Some(_), None) => {
             eprintln!("pirn serve: --advertise-url needs a shared Postgres store (PIRN_STORE=postgres://…)");
             return 2;
@@ -275,7 +170,7 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         session_idle: opts.session_idle,
         env,
         terminals: opts.terminals.map(Terminals::new),
-        inbox: inbox::Inboxes::default(),
+        inbox: Inboxes::default(),
         local_addr: addr.clone(),
         guid: uuid::Uuid::new_v4().to_string(),
         port: local.map_or(opts.port, |a| a.port()),
@@ -309,9 +204,9 @@ pub async fn serve(opts: ServeOptions) -> i32 {
         }
     };
     let service = routes::router(app.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(app.clone().reap_idle());
+    tokio::spawn(reap_idle(app.clone()));
     if let Some(g) = &group {
-        tokio::spawn(group::keep_leases(app.clone(), g.clone()));
+        tokio::spawn(keep_leases(app.clone(), g.clone()));
     }
     // Frames are small and written as they come: Nagle's algorithm would
     // hold each one back until the previous is acknowledged (a 40 ms stall

@@ -19,7 +19,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::{console, events, group, history, inbox, sends, sessions, shell, webkit, ws};
+use super::facades::{console, inbox, shell, webkit};
+use super::routing::group;
+use super::{events, history, sends, sessions, ws};
 use crate::wire::http::{ErrorBody, Ok, console as c, inbox as i, mcp, sessions as s, webkit as w};
 
 /// The document's description: who is trusted and the limits every route shares.
@@ -100,7 +102,7 @@ impl Modify for SharedSchemas {
         for (path, item) in doc.paths.paths.iter_mut() {
             // The routes a group host serves, forwards or takes over.
             for (method, op) in operations(item) {
-                if super::group::session_of(&method, path).is_some() {
+                if group::session_of(&method, path).is_some() {
                     add_answer(&mut op.responses.responses, "409", GROUP_409);
                     add_answer(&mut op.responses.responses, "503", GROUP_503);
                 }

@@ -11,9 +11,10 @@ use axum::middleware;
 use axum::routing::{get, post};
 
 use super::api::ApiError;
-use super::{
-    App, auth, console, events, group, guard, history, inbox, mcp, openapi, sends, sessions, shell, webkit, ws,
-};
+use super::facades::{console, inbox, mcp, shell, webkit};
+use super::routing::group;
+use super::state::App;
+use super::{auth, events, guard, history, openapi, sends, sessions, ws};
 
 /// Every route, as `protocol/openapi.json` lists it (checked by a test).
 pub const ROUTES: &[(&str, &str)] = &[

@@ -11,8 +11,9 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use serde::Deserialize;
 
 use super::api::{ApiError, json_body};
+use super::events::KEEPALIVE;
 use super::events::{Withdraw, frame_stream};
-use super::{App, KEEPALIVE};
+use super::state::App;
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::wire::http::ErrorBody;

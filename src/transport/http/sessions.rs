@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::api::{ApiError, read_body};
-use super::{App, HttpSession};
+use super::state::{App, HttpSession};
 use crate::config::Limits;
 use crate::session::{OpenError, ResumeError, Session};
 use crate::store::StoreError;

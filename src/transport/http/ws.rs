@@ -11,7 +11,7 @@ use axum::response::Response as HttpResponse;
 use futures_util::{SinkExt, StreamExt};
 
 use super::api::{ApiError, MAX_BODY};
-use super::{App, HttpSession};
+use super::state::{App, HttpSession};
 use crate::wire::http::ErrorBody;
 use crate::wire::{self, OutgoingMessage, Request, SendResult};
 

@@ -24,8 +24,9 @@ use serde::Deserialize;
 
 use crate::terminal::Terminals;
 use crate::terminal::console::{BACKEND, Console, ConsoleError};
-use crate::transport::http::App;
 use crate::transport::http::api::{ApiError, json_body};
+use crate::transport::http::state::App;
+use crate::transport::http::trust::is_loopback;
 use crate::wire::http::ErrorBody;
 use crate::wire::http::console::{
     ConsoleControl, ConsoleInfo, ConsoleList, CreateConsole, DaemonHealth, Resize, Title,
@@ -38,7 +39,7 @@ pub const REPLAY_CHUNK: usize = 64 * 1024;
 /// The terminals, for a loopback peer only.
 fn local(app: &App, peer: SocketAddr) -> Result<Arc<Terminals>, ApiError> {
     let terminals = app.terminals()?;
-    if !crate::transport::http::is_loopback(peer) {
+    if !is_loopback(peer) {
         return Err(ApiError::new(StatusCode::FORBIDDEN, "FORBIDDEN", "console routes answer loopback peers only"));
     }
     Ok(terminals)

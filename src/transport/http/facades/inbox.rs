@@ -8,16 +8,16 @@
 //! first), the delivery choice (`queue`: the event waits in the inbox until
 //! acknowledged; `send`: it also becomes a queued send of the session, so it
 //! wakes the agent), and `GET /v1/events/stream` (SSE `ready`, `event`,
-//! `ping`, as stringd's). Inboxes live in the daemon's memory.
+//! `ping`, as stringd's). Inboxes live in the daemon's memory
+//! ([`super::inboxes`]).
 //!
 //! Routes: `GET|POST /v1/sessions/{id}/webhook`, `POST /webhook/{token}`,
 //! `GET /v1/sessions/{id}/inbox`, `POST /v1/sessions/{id}/inbox/{event_id}/ack`,
 //! `GET /v1/events/stream`.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Json;
@@ -29,8 +29,10 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
-use crate::transport::http::App;
+use super::inboxes::{SessionInbox, new_token};
 use crate::transport::http::api::{ApiError, BodyError, json_body, read_limited};
+use crate::transport::http::events::KEEPALIVE;
+use crate::transport::http::state::App;
 use crate::wire::http::ErrorBody;
 use crate::wire::http::inbox::{
     Deliver, InboxEvent, InboxList, InboxStatus, StreamPing, StreamReady, Webhook, WebhookAccepted, WebhookError,
@@ -44,55 +46,6 @@ pub const MAX_WEBHOOK_BODY: usize = 64 * 1024;
 pub const MAX_EVENTS: usize = 1000;
 /// `ping` interval of `/v1/events/stream`.
 pub const PING: Duration = Duration::from_secs(15);
-
-#[derive(Default)]
-struct SessionInbox {
-    token: Option<String>,
-    deliver: Deliver,
-    events: VecDeque<InboxEvent>,
-}
-
-/// Every session's webhook and events.
-pub struct Inboxes {
-    by_session: Mutex<HashMap<String, SessionInbox>>,
-    live: broadcast::Sender<InboxEvent>,
-}
-
-impl Default for Inboxes {
-    fn default() -> Self {
-        Inboxes { by_session: Mutex::default(), live: broadcast::channel(256).0 }
-    }
-}
-
-impl Inboxes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionInbox>> {
-        self.by_session.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Forgets a session's webhook and events (the session is gone).
-    pub fn remove(&self, session_id: &str) {
-        self.lock().remove(session_id);
-    }
-
-    /// The session whose webhook token is `given`.
-    fn owner(&self, given: &str) -> Option<String> {
-        let inboxes = self.lock();
-        let mut found = None;
-        // Every token is compared, in constant time each.
-        for (id, inbox) in inboxes.iter() {
-            if let Some(token) = &inbox.token
-                && crate::secret::matches(given.as_bytes(), token.as_bytes())
-            {
-                found = Some(id.clone());
-            }
-        }
-        found
-    }
-}
-
-fn new_token() -> String {
-    format!("wh_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
-}
 
 /// The webhook's description; its URL uses the host the client reached
 /// the daemon by (its `Host` header), else the listening address.
@@ -332,9 +285,7 @@ pub async fn stream(
         let next = st.next().await?;
         Some((Ok::<_, Infallible>(next), st))
     });
-    Ok(Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(crate::transport::http::KEEPALIVE).text("keepalive"))
-        .into_response())
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEPALIVE).text("keepalive")).into_response())
 }
 
 /// The state of one `/v1/events/stream` subscriber.

@@ -32,7 +32,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::DEFAULT_SYSTEM_PROMPT;
-use crate::transport::http::{App, HttpSession};
+use crate::transport::http::sessions;
+use crate::transport::http::state::{App, HttpSession};
 use crate::wire::InitConfig;
 use crate::wire::http::mcp::RunOutput;
 
@@ -129,9 +130,7 @@ impl ServerHandler for PirnMcp {
                     permission_responses: Some(false),
                     ..InitConfig::default()
                 };
-                let opened =
-                    crate::transport::http::sessions::open_session(&self.app, crate::wire::PROTOCOL_VERSION, config)
-                        .await;
+                let opened = sessions::open_session(&self.app, crate::wire::PROTOCOL_VERSION, config).await;
                 (opened.map_err(|e| ErrorData::invalid_params(e.message, None))?, a.prompt, true)
             }
             "pirn_send" => {
@@ -139,7 +138,7 @@ impl ServerHandler for PirnMcp {
                 match self.app.get(&a.session_id) {
                     Ok(s) => (s, a.message, false),
                     Err(_) => {
-                        let resumed = crate::transport::http::sessions::resume_stored(&self.app, &a.session_id).await;
+                        let resumed = sessions::resume_stored(&self.app, &a.session_id).await;
                         (resumed.map_err(|e| ErrorData::invalid_params(e.message, None))?, a.message, true)
                     }
                 }
@@ -152,7 +151,7 @@ impl ServerHandler for PirnMcp {
             // open log file) is left behind per call.
             let id = session.session.config().session_id.clone();
             drop(session);
-            crate::transport::http::sessions::close_session(&self.app, &id).await;
+            sessions::close_session(&self.app, &id).await;
         }
         Ok(result.into())
     }

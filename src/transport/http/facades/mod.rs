@@ -3,7 +3,7 @@
 //!
 //! - [`webkit`]: agent-webkit 1.0 under `/agent-webkit`;
 //! - [`mcp`]: pirn as an MCP server at `/mcp` (streamable HTTP);
-//! - [`inbox`]: stringd's webhook inbox;
+//! - [`inbox`]: stringd's webhook inbox (its table: [`inboxes`]);
 //! - [`shell`]: muti's shell WebSocket, and [`console`]: ACECode's console
 //!   PTYs (both only with `--terminals`; otherwise their routes answer 404).
 //!
@@ -12,6 +12,7 @@
 
 pub mod console;
 pub mod inbox;
+pub mod inboxes;
 pub mod mcp;
 pub mod shell;
 pub mod webkit;

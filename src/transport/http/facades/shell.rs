@@ -24,8 +24,9 @@ use serde::Deserialize;
 use crate::terminal::process::{Events, InputError, Process, ProcessEvent, ProcessOutput};
 use crate::terminal::shell::{self as proto, ClientFrame, Confinement};
 use crate::terminal::{ShellSlot, Terminals};
-use crate::transport::http::App;
 use crate::transport::http::api::ApiError;
+use crate::transport::http::state::App;
+use crate::transport::http::trust::is_loopback;
 use crate::wire::http::ErrorBody;
 
 /// How long a client has to send META.
@@ -57,7 +58,7 @@ pub async fn shell(
     ws: WebSocketUpgrade,
 ) -> Result<HttpResponse, ApiError> {
     let terminals = app.terminals()?;
-    if !terminals.options.remote && !crate::transport::http::is_loopback(peer) {
+    if !terminals.options.remote && !is_loopback(peer) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "FORBIDDEN",

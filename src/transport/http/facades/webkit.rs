@@ -38,7 +38,9 @@ use tokio::sync::broadcast;
 use crate::approval::AnswerError;
 use crate::session::SendRejected;
 use crate::transport::http::api::{ApiError, json_body};
-use crate::transport::http::{App, HttpSession, KEEPALIVE};
+use crate::transport::http::events::KEEPALIVE;
+use crate::transport::http::sessions;
+use crate::transport::http::state::{App, HttpSession};
 use crate::transport::hub::{Frame, LiveFrames, ReplayError};
 use crate::wire::http::ErrorBody;
 use crate::wire::http::sessions::SessionCreated;
@@ -88,7 +90,7 @@ pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Sess
         permission_responses: Some(true),
         ..InitConfig::default()
     };
-    let s = crate::transport::http::sessions::open_session(&app, crate::wire::PROTOCOL_VERSION, config).await?;
+    let s = sessions::open_session(&app, crate::wire::PROTOCOL_VERSION, config).await?;
     let session_id = s.session.config().session_id.clone();
     Ok(Json(SessionCreated { session_id, protocol_version: PROTOCOL_VERSION.to_owned() }))
 }
@@ -102,7 +104,7 @@ pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Sess
         (status = 204, description = "closed"),
         (status = 404, description = "unknown session", body = ErrorBody)))]
 pub async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
-    match crate::transport::http::sessions::close_session(&app, &id).await {
+    match sessions::close_session(&app, &id).await {
         Some(_) => Ok(StatusCode::NO_CONTENT),
         None => Err(ApiError::not_found(format!("no session {id:?}"))),
     }

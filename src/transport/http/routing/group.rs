@@ -1,12 +1,13 @@
 //! A group of `pirn serve` hosts on one Postgres (`--advertise-url`,
 //! `--lease-secs`): any host serves any session.
 //!
-//! Owns: where a request for a session goes, and the host's leases.
+//! Owns: where a request for a session goes, and the host's leases (this
+//! host's [`Group`] is [`super::membership`]'s).
 //! - A request that needs the session's live state (sends, cancel,
 //!   compact, permission answers, status, close, its WebSocket, webhook and
 //!   inbox; agent-webkit's stream, input and close) is served here when the
 //!   session is live here; forwarded to the owner when another host holds
-//!   a live lease on it ([`crate::transport::http::forward`]); and otherwise taken over: the
+//!   a live lease on it ([`super::forward`]); and otherwise taken over: the
 //!   session is resumed here from its log (a send that was running on the
 //!   old owner is reported interrupted, as any resume reports it), and the
 //!   request served. A request for a session whose owner does not answer
@@ -25,7 +26,7 @@
 //!   runs a send in a session another host has taken over.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
@@ -33,68 +34,19 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response as HttpResponse};
 
+use super::forward::{FORWARDED, Unreachable, forward, forward_upgrade};
+use super::membership::Group;
 use crate::store::StoreError;
-use crate::store::postgres::PgStore;
-use crate::store::postgres::lease::{Lease, Owner};
+use crate::store::postgres::lease::Owner;
 use crate::transport::http::api::{ApiError, read_body};
-use crate::transport::http::forward::{FORWARDED, Unreachable, forward, forward_upgrade};
-use crate::transport::http::{App, sessions};
+use crate::transport::http::sessions;
+use crate::transport::http::state::App;
+use crate::transport::http::trust::host_name;
 use crate::transport::hub::mono_ms;
 use crate::wire::http::group::GroupStatus;
 
 /// How often a request for a session with an unreachable owner looks again.
 const RETRY: Duration = Duration::from_millis(200);
-
-/// This host's place in its group.
-pub struct Group {
-    pub store: Arc<PgStore>,
-    /// How peers reach this host.
-    pub url: String,
-    /// `--lease-secs`.
-    pub lease: Duration,
-    /// Unix ms this host started (its `pirn_hosts` row).
-    pub started_ms: u64,
-    client: reqwest::Client,
-    /// One takeover at a time on this host (two requests for the same
-    /// free session must not open it twice).
-    taking: tokio::sync::Mutex<()>,
-    /// When the last renewal succeeded ([`crate::transport::hub::mono_ms`]).
-    renewed_ms: AtomicU64,
-}
-
-impl Group {
-    /// Joins the group on `store` as the host reached at `url`, claiming
-    /// with leases of `lease`.
-    pub fn new(store: Arc<PgStore>, url: String, lease: Duration) -> Group {
-        store.set_lease(Lease { url: url.clone(), duration_ms: lease.as_millis() as u64 });
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client =
-            reqwest::Client::builder().connect_timeout(lease).pool_idle_timeout(Duration::from_secs(30)).build();
-        Group {
-            store,
-            url,
-            lease,
-            started_ms: crate::store::entry::now_ms(),
-            client: client.unwrap_or_default(),
-            taking: tokio::sync::Mutex::new(()),
-            renewed_ms: AtomicU64::new(mono_ms()),
-        }
-    }
-
-    /// True while the last renewal is recent enough that this host's
-    /// leases surely still hold (two thirds of a lease). A host that was
-    /// paused or cut off is not fresh until it renews again: until then it
-    /// asks the store before serving a session it runs.
-    fn fresh(&self) -> bool {
-        let lease = self.lease.as_millis() as u64;
-        mono_ms().saturating_sub(self.renewed_ms.load(Ordering::Relaxed)) < lease * 2 / 3
-    }
-
-    /// This host's id (its `owner` in the store).
-    pub fn host_id(&self) -> &str {
-        self.store.host_id()
-    }
-}
 
 /// The session a request acts on, when serving it needs the session live:
 /// `(id, may take it over)`. A close (`DELETE`) is forwarded to a live
@@ -275,13 +227,20 @@ pub async fn keep_leases(app: Arc<App>, group: Arc<Group>) {
     }
 }
 
+/// The host name of an advertised `http://HOST[:PORT]` URL, as a `Host`
+/// header naming it is compared ([`host_name`]).
+pub(in crate::transport::http) fn advertised_host(url: &str) -> Option<String> {
+    let authority = url.strip_prefix("http://")?.split('/').next()?;
+    Some(host_name(authority)).filter(|h| !h.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_advertised_name_is_accepted_as_host() {
-        let name = |u: &str| crate::transport::http::advertised_host(u);
+        let name = advertised_host;
         assert_eq!(name("http://Pirn-A.internal:3923").as_deref(), Some("pirn-a.internal"));
         assert_eq!(name("http://[fd00::5]:3923/").as_deref(), Some("[fd00::5]"));
         assert_eq!(name("http://10.0.0.5").as_deref(), Some("10.0.0.5"));
