@@ -12,7 +12,7 @@
 
 use std::future::Future;
 
-use super::Session;
+use super::api::Session;
 
 /// How a session's sends end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! Opening a session: the protocol version, the validated configuration,
 //! the MCP servers it names, its log (new or resumed), and the runner task.
 //!
-//! Owns: [`Session::open`], [`Session::open_with_files`], and why an open
-//! fails ([`OpenError`], [`ResumeError`]).
+//! Owns: [`Session::open`] and [`Session::open_with_files`]; why an open
+//! fails is [`super::open_error`]'s.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -10,54 +10,18 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{Session, Shared, persist, runner};
+use super::api::Session;
+use super::open_error::OpenError;
+use super::shared::Shared;
+use super::{persist, runner};
 use crate::agent::Outbox;
 use crate::approval::PermissionBroker;
 use crate::config::{ConfigError, Limits, SessionConfig};
 use crate::conversation::Conversation;
 use crate::environment::Environment;
 use crate::mcp::client::McpTools;
-use crate::wire::{self, InitConfig, VersionError, WorktreeCleanup};
+use crate::wire::{self, InitConfig, WorktreeCleanup};
 use crate::worktree::Worktree;
-
-/// Why a session could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// The client asked for a protocol version this build cannot serve.
-    #[error(transparent)]
-    Version(#[from] VersionError),
-    /// `init.config` is unusable.
-    #[error("invalid init: {0}")]
-    Config(#[from] ConfigError),
-    /// `resume_session_id` names a session that cannot be resumed.
-    #[error("cannot resume session {id:?}: {reason}")]
-    Resume { id: String, reason: ResumeError },
-}
-
-/// Why a stored session cannot be resumed.
-#[derive(Debug, thiserror::Error)]
-pub enum ResumeError {
-    #[error("persistence is off (PIRN_PERSIST=0 or config.persist false)")]
-    PersistenceOff,
-    #[error("its log has no meta entry")]
-    NoMeta,
-    /// Not stored, held by another process, or the store failed.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    /// `resume_at_message` names no message it holds.
-    #[error("{0}")]
-    At(super::fork::ForkError),
-}
-
-impl From<super::fork::ForkError> for ResumeError {
-    fn from(e: super::fork::ForkError) -> ResumeError {
-        match e {
-            super::fork::ForkError::Store(s) => ResumeError::Store(s),
-            super::fork::ForkError::NoMeta => ResumeError::NoMeta,
-            other => ResumeError::At(other),
-        }
-    }
-}
 
 impl Session {
     /// Opens a session the way `init` asks: negotiates the protocol version

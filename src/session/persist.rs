@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::fork::{CUT_RESULT, ForkMeta, cut, fork_stored};
-use super::{OpenError, ResumeError};
+use super::open_error::{OpenError, ResumeError};
 use crate::config::SessionConfig;
 use crate::conversation::Conversation;
 use crate::environment::Environment;

@@ -8,12 +8,13 @@
 //! are [`crate::checkpoint::rewind`]'s; here the log is read (once every
 //! entry so far is stored) and the `rewind` entry written.
 
-use super::queue::{Job, JobKind};
-use super::{SendRejected, Session, Shared};
+use super::api::Session;
+use super::queue::{Job, JobKind, SendRejected};
+use super::shared::Shared;
 use crate::agent::SendSpec;
 use crate::checkpoint::rewind::{RewindError, apply, plan};
 use crate::store::Body;
-use crate::wire::{ErrorCode, ErrorEnvelope, RewoundFile, SendResult, Status, StopReason};
+use crate::wire::{ErrorCode, ErrorEnvelope, RewoundFile, SendResult, Status, StopReason, WorktreeState};
 
 /// Runs rewind `job` (its `message` is the send to rewind to).
 pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
@@ -78,7 +79,7 @@ pub(super) async fn run(shared: &Shared, job: Job) -> SendResult {
         result.files_changed = Some(restored.iter().map(|r| r.path.clone()).collect());
     }
     result.rewound = Some(restored.into_iter().map(|r| RewoundFile { path: r.path, action: r.action }).collect());
-    result.worktree = super::runner::worktree_state(&shared.config).await;
+    result.worktree = worktree_state(&shared.config).await;
     result
 }
 
@@ -92,4 +93,24 @@ impl Session {
         let kind = if dry_run { JobKind::RewindPreview } else { JobKind::Rewind };
         self.enqueue(id, to_send, kind, SendSpec::default())
     }
+}
+
+/// The session's worktree as a result reports it (`None` without one, or
+/// when git cannot say).
+pub(super) async fn worktree_state(config: &crate::config::SessionConfig) -> Option<WorktreeState> {
+    let (wt, _) = config.worktree.clone()?;
+    tokio::task::spawn_blocking(move || {
+        let report =
+            wt.report().map_err(|e| tracing::warn!("the session's worktree cannot be read: {e}")).unwrap_or_default();
+        WorktreeState {
+            name: wt.name,
+            path: wt.path.display().to_string(),
+            branch: wt.branch,
+            base: wt.base,
+            changed: report.changed,
+            diff_stat: report.diff_stat,
+        }
+    })
+    .await
+    .ok()
 }

@@ -14,8 +14,9 @@ use std::time::Instant;
 
 use futures_util::FutureExt;
 
-use super::Shared;
 use super::queue::{Job, JobKind, Next};
+use super::rewind::worktree_state;
+use super::shared::Shared;
 use crate::agent::{self, Emitter, Outcome, SendSpec, SendStats};
 use crate::checkpoint::{Bounds, SendCheckpoint};
 use crate::conversation::Conversation;
@@ -23,7 +24,6 @@ use crate::hooks;
 use crate::store::Body;
 use crate::wire::{
     CheckpointKept, ErrorCode, ErrorEnvelope, Event, OutgoingMessage, SendResult, Status, StopReason, WorktreeCleanup,
-    WorktreeState,
 };
 
 /// Runs sends until the session closes and its queue is empty, with the
@@ -229,26 +229,6 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         trace.end(&result);
     }
     shared.out(OutgoingMessage::Result(Box::new(result))).await;
-}
-
-/// The session's worktree as a result reports it (`None` without one, or
-/// when git cannot say).
-pub(super) async fn worktree_state(config: &crate::config::SessionConfig) -> Option<WorktreeState> {
-    let (wt, _) = config.worktree.clone()?;
-    tokio::task::spawn_blocking(move || {
-        let report =
-            wt.report().map_err(|e| tracing::warn!("the session's worktree cannot be read: {e}")).unwrap_or_default();
-        WorktreeState {
-            name: wt.name,
-            path: wt.path.display().to_string(),
-            branch: wt.branch,
-            base: wt.base,
-            changed: report.changed,
-            diff_stat: report.diff_stat,
-        }
-    })
-    .await
-    .ok()
 }
 
 /// The text of a panic payload (`&str` or `String`), else a placeholder.
