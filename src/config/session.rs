@@ -118,7 +118,7 @@ pub struct SessionConfig {
     pub request_check: bool,
     /// Hold back the first write of a send whose request the model reads
     /// as asking for no change (`config.write_check`, see
-    /// `agent::gates::hold_write`).
+    /// `agent::request_reading::hold_write`).
     pub write_check: bool,
     /// Ask the model whether an answer that changed no file says it
     /// changed files (`config.claim_check`, see `agent::gates::claimed`).
