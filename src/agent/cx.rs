@@ -4,14 +4,22 @@
 //!
 //! Owns: [`SendCx`], built once per send by [`SendCx::new`], and the small
 //! rules that act on it as a whole: [`SendCx::again`] (a gate sends the
-//! model back) and [`SendCx::shown`] (a path as the model sees it).
+//! model back), [`SendCx::checked_anyway`] (a send stopped at a limit ends
+//! `ok` when the operator's check passes) and [`SendCx::shown`] (a path as
+//! the model sees it); and [`RequestReading`], the model's reading of the
+//! request it keeps once made (made by `request_reading`).
 
+use super::call_context::SendLoop;
+use super::emit::Emitter;
 use super::facts::Facts;
 use super::facts::PastCall;
+use super::gates::order::Gate;
 use super::loop_guard::{Cycles, LoopGuard};
 use super::mode::Mode;
+use super::outcome::Outcome;
+use super::send_spec::SendSpec;
+use super::stats::SendStats;
 use super::verify::Verifier;
-use super::{Emitter, SendSpec, SendStats};
 use crate::approval::{ApprovalMode, PermissionBroker};
 use crate::config::SessionConfig;
 use crate::conversation::Conversation;
@@ -43,9 +51,9 @@ pub struct SendCx<'a> {
     /// may be answered with.
     pub previous: Vec<PastCall>,
     /// Gates that already sent the model back once in this send.
-    pub fired: Vec<super::gates::Gate>,
+    pub fired: Vec<Gate>,
     /// The model's reading of the request (the `Asked` gate's), once per send.
-    pub reading: super::gates::RequestReading,
+    pub reading: RequestReading,
     /// One retry after the server said the request does not fit.
     pub context_retry: bool,
     /// Answers the server could not parse or that ran away, asked for again.
@@ -53,6 +61,9 @@ pub struct SendCx<'a> {
     /// The last answer's text while a token budget is set (the answer a
     /// budget stop reports).
     pub last_text: String,
+    /// The send loop itself, which a `task` call's child send runs (see
+    /// [`SendLoop`]).
+    pub send_loop: SendLoop,
 }
 
 /// However the loop ends (an outcome, an error, or its future dropped on
@@ -77,6 +88,7 @@ impl<'a> SendCx<'a> {
         stats: &'a mut SendStats,
         spec: &'a mut SendSpec,
         request: &'a str,
+        send_loop: SendLoop,
     ) -> SendCx<'a> {
         let mut tools = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), spec.cancel.clone());
         tools.read_files = Some(conv.read_files.clone());
@@ -114,10 +126,11 @@ impl<'a> SendCx<'a> {
             cycles: Cycles::default(),
             previous: Vec::new(),
             fired: Vec::new(),
-            reading: super::gates::RequestReading::NotYet,
+            reading: RequestReading::NotYet,
             context_retry: false,
             unreadable: 0,
             last_text: String::new(),
+            send_loop,
         }
     }
 
@@ -138,12 +151,23 @@ impl<'a> SendCx<'a> {
 
     /// True the first time `gate` asks (it sends the model back at most
     /// once per send).
-    pub fn fire_once(&mut self, gate: super::gates::Gate) -> bool {
+    pub fn fire_once(&mut self, gate: Gate) -> bool {
         if self.fired.contains(&gate) {
             return false;
         }
         self.fired.push(gate);
         true
+    }
+
+    /// A send that must stop before the model said it is done (`why`: what
+    /// stopped it) and that changed files ends `ok` when the operator's check
+    /// passes now; `None` when there is no check, nothing was written, or it
+    /// fails.
+    pub async fn checked_anyway(&mut self, why: &str) -> Option<Outcome> {
+        let v = self.verifier.as_ref().filter(|_| self.facts.wrote())?;
+        let (verification, answer) = v.at_the_limit(&self.account(), why, &self.tools).await?;
+        self.stats.verification = Some(verification);
+        Some(Outcome::Ok { response: answer })
     }
 
     /// `path` as the model sees it (relative to the workspace).
@@ -155,4 +179,16 @@ impl<'a> SendCx<'a> {
     pub fn account(&self) -> String {
         self.facts.account(|p| self.tools.display(p))
     }
+}
+
+/// The model's reading of a send's request, made at most once per send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestReading {
+    /// Not asked yet.
+    #[default]
+    NotYet,
+    /// The reading call failed or did not answer the JSON asked for.
+    Failed,
+    /// The model said whether the request asks for files to change.
+    ChangesFiles(bool),
 }

@@ -22,7 +22,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::{Emitter, SendStats};
+use super::emit::Emitter;
+use super::outcome::{Outcome, fail, side_call};
+use super::stats::SendStats;
 use crate::config::SessionConfig;
 use crate::context::{self, BYTES_PER_TOKEN, KEEP_TURNS};
 use crate::conversation::Conversation;
@@ -186,7 +188,7 @@ pub async fn compact(
         .map(Bytes::from)
         .map_err(|e| ErrorEnvelope::new(ErrorCode::ProtocolError, format!("cannot encode the summary request: {e}")))?;
     let started = Instant::now();
-    let summary = super::outcome::side_call(config, body, emit, stats).await.map_err(|e| ErrorEnvelope::from(&e))?;
+    let summary = side_call(config, body, emit, stats).await.map_err(|e| ErrorEnvelope::from(&e))?;
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "conversation compacted");
     conv.compact(keep_from, &summary);
     let after = estimate(config, conv);
@@ -208,23 +210,23 @@ pub async fn compact_now(
     conv: &mut Conversation,
     stats: &mut SendStats,
     emit: &Emitter,
-) -> super::Outcome {
+) -> Outcome {
     let window = config.window(conv.budget.learned_window).await.unwrap_or(COMPACT_WINDOW_UNKNOWN);
     let before = estimate(config, conv);
     let keep_from = conv.recent_start(context::KEEP_TURNS);
     if keep_from <= usize::from(conv.role_of(0) == "system") + 1 {
-        return super::Outcome::Ok { response: format!("nothing to compact (about {before} tokens)") };
+        return Outcome::Ok { response: format!("nothing to compact (about {before} tokens)") };
     }
     if let Some(reason) = crate::hooks::pre_compact(&config.hook_scope(), emit, "manual").await.block {
         let error = ErrorEnvelope::new(ErrorCode::HookBlocked, format!("a PreCompact hook refused: {reason}"));
-        return super::fail(emit, error, None, None).await;
+        return fail(emit, error, None, None).await;
     }
     match compact(config, conv, stats, emit, window, keep_from).await {
         Ok(()) => {
             let after = estimate(config, conv);
-            super::Outcome::Ok { response: format!("compacted the conversation from about {before} to {after} tokens") }
+            Outcome::Ok { response: format!("compacted the conversation from about {before} to {after} tokens") }
         }
-        Err(error) => super::fail(emit, error, None, None).await,
+        Err(error) => fail(emit, error, None, None).await,
     }
 }
 

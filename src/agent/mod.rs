@@ -33,7 +33,9 @@ pub mod gates;
 pub mod loop_guard;
 pub mod mode;
 mod outcome;
+mod reading;
 pub mod request;
+mod request_reading;
 pub mod round;
 pub mod send_spec;
 mod stats;
@@ -54,6 +56,9 @@ pub use turn::PROBE_FROM_TOKENS;
 pub use emit::{Emitter, OUTBOX_CAPACITY, Outbox};
 pub use loop_guard::LOOP_REPEATS;
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::approval::{ApprovalMode, PermissionBroker};
 use crate::config::SessionConfig;
 use crate::context;
@@ -62,7 +67,8 @@ use crate::tools;
 use crate::wire::{EditFormat, ErrorCode, ErrorEnvelope, Event};
 use budget::{BudgetCall, BudgetPoint};
 use cx::SendCx;
-use gates::{Answer, Review};
+use gates::Review;
+use gates::verdict::Answer;
 use turn::TurnStep;
 
 /// Runs one send to its end. `conv` already holds the earlier turns.
@@ -92,7 +98,7 @@ pub async fn run(
         Some(output) => conv.push_user(&format!("{message}{}", output.instruction())),
         None => conv.push_user(message),
     }
-    let mut cx = SendCx::new(config, permissions, emit, conv, stats, spec, message);
+    let mut cx = SendCx::new(config, permissions, emit, conv, stats, spec, message, run_boxed);
     if config.edit_format == EditFormat::Whole
         && let Some(note) = config.file_block_target.as_deref().and_then(|t| tools::whole::chat_file_note(&cx.tools, t))
     {
@@ -133,6 +139,21 @@ pub async fn run(
             }
         }
     }
+}
+
+/// [`run`], boxed: the [`call_context::SendLoop`] a send hands down to its
+/// tool calls, with which a `task` call runs its child send (the call path
+/// does not name the loop that drives it).
+fn run_boxed<'a>(
+    config: &'a SessionConfig,
+    permissions: &'a PermissionBroker,
+    conv: &'a mut Conversation,
+    stats: &'a mut SendStats,
+    emit: &'a Emitter,
+    message: &'a str,
+    spec: &'a mut SendSpec,
+) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'a>> {
+    Box::pin(run(config, permissions, conv, stats, emit, message, spec))
 }
 
 /// Takes the steering texts that wait (see [`steer`]): each passes the
@@ -179,7 +200,7 @@ async fn limits(cx: &mut SendCx<'_>) -> Option<Outcome> {
         return None;
     }
     // Out of model calls, but the work may be done: the check decides.
-    if let Some(done) = checked_anyway(cx, &format!("the model ran out of its {max} model calls")).await {
+    if let Some(done) = cx.checked_anyway(&format!("the model ran out of its {max} model calls")).await {
         return Some(done);
     }
     let error = ErrorEnvelope::new(
@@ -187,15 +208,4 @@ async fn limits(cx: &mut SendCx<'_>) -> Option<Outcome> {
         format!("stopped after {max} model calls (max_iterations); the task is not finished"),
     );
     Some(fail(cx.emit, error, None, None).await)
-}
-
-/// A send that must stop before the model said it is done (`why`: what
-/// stopped it) and that changed files ends `ok` when the operator's check
-/// passes now; `None` when there is no check, nothing was written, or it
-/// fails.
-async fn checked_anyway(cx: &mut SendCx<'_>, why: &str) -> Option<Outcome> {
-    let v = cx.verifier.as_ref().filter(|_| cx.facts.wrote())?;
-    let (verification, answer) = v.at_the_limit(&cx.account(), why, &cx.tools).await?;
-    cx.stats.verification = Some(verification);
-    Some(Outcome::Ok { response: answer })
 }

@@ -71,7 +71,9 @@ impl WrapUp {
     /// it ("the model made the same tool calls 3 times in a row").
     pub fn said(self) -> String {
         match self {
-            WrapUp::Loop => format!("the model made the same tool calls {} times in a row", super::LOOP_REPEATS),
+            WrapUp::Loop => {
+                format!("the model made the same tool calls {} times in a row", super::loop_guard::LOOP_REPEATS)
+            }
             WrapUp::Repeated => "the model asked again for tool results it already had".to_owned(),
             WrapUp::SecondCycle => "the model went round the same tool calls twice".to_owned(),
             WrapUp::Redone => {

@@ -5,10 +5,10 @@
 
 use bytes::Bytes;
 
-use super::SendStats;
 use super::budget::{BudgetCall, BudgetPoint, Meter};
 use super::emit::Emitter;
 use super::fallback::Fallback;
+use super::stats::SendStats;
 use crate::config::SessionConfig;
 use crate::model::{Completion, ModelError, cost};
 use crate::telemetry::ChatSpan;

@@ -1,7 +1,7 @@
 //! One tool round: the calls of one model answer, run in order, and what
 //! they teach the loop about where it stands.
 //!
-//! Owns, in this order: the loop stop (the same calls [`super::LOOP_REPEATS`]
+//! Owns, in this order: the loop stop (the same calls [`super::loop_guard::LOOP_REPEATS`]
 //! times in a row: the first time one answer without tools is asked for,
 //! the second ends the send), the repeat rule (a call that repeats one of
 //! the previous answer is answered with its earlier result unless the
@@ -21,9 +21,10 @@ use super::call_context::CallContext;
 use super::cx::SendCx;
 use super::facts::{CallOutcome, PastCall};
 use super::mode::{self, Mode, RoundFacts, RoundNote, WrapUp};
-use super::outcome::fail;
+use super::outcome::{Outcome, fail};
+use super::request_reading::hold_write;
 use super::tool_call;
-use super::{Outcome, batch, budget, loop_guard};
+use super::{batch, budget, loop_guard};
 use crate::context;
 use crate::model::ToolCall;
 use crate::tools::{self, Effect};
@@ -141,7 +142,7 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String
                 (text, CallOutcome::Failed)
             }
             None => {
-                let held = super::gates::hold_write(cx, &call.name).await;
+                let held = hold_write(cx, &call.name).await;
                 let call_cx = CallContext {
                     config: cx.config,
                     permissions: cx.permissions,
@@ -149,6 +150,7 @@ async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String
                     tools: &cx.tools,
                     spec: cx.spec,
                     held,
+                    send_loop: cx.send_loop,
                 };
                 let (text, outcome) = tool_call::run(&call_cx, cx.conv, cx.stats, call, note).await;
                 cx.facts.record(&call.name, &outcome);

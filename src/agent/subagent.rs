@@ -8,7 +8,8 @@
 //! `task` call's id as `parent_call_id`), and what the parent learns: the
 //! answer as the tool result, the files it changed as facts.
 //!
-//! The child is the same loop ([`super::run`]) under the same approval
+//! The child is the same loop ([`crate::agent::run`], handed down as
+//! [`CallContext::send_loop`]) under the same approval
 //! broker (asks reach the same client), sandbox, hooks and cancellation
 //! (the parent's token: cancelling the parent's send kills the child's
 //! commands). Depth is one (a child has no `task` tool) and a send starts
@@ -19,7 +20,9 @@ use std::sync::atomic::AtomicU64;
 
 use super::call_context::CallContext;
 use super::facts::CallOutcome;
-use super::{Outcome, SendSpec, SendStats};
+use super::outcome::Outcome;
+use super::send_spec::SendSpec;
+use super::stats::SendStats;
 use crate::conversation::Conversation;
 use crate::tools::{self, ToolOutput};
 
@@ -61,9 +64,9 @@ pub async fn run(
     let mut conv = Conversation::new(&config.system_prompt, Arc::new(AtomicU64::new(0)));
     let emit = cx.emit.child(call_id);
     tracing::info!(agent = %args.subagent_type, task = %args.description, "a subagent starts");
-    // Boxed: the child's loop is this loop (a tool call of it runs one).
-    let outcome =
-        Box::pin(super::run(&config, cx.permissions, &mut conv, &mut child, &emit, &args.prompt, &mut spec)).await;
+    // Boxed (see `SendLoop`): the child's loop is this loop (a tool call of
+    // it runs one).
+    let outcome = (cx.send_loop)(&config, cx.permissions, &mut conv, &mut child, &emit, &args.prompt, &mut spec).await;
     cx.spec.meter.absorb(&meter);
     stats.usage.add(&child.usage);
     stats.side_calls.calls += child.side_calls.calls;

@@ -14,8 +14,9 @@
 use serde_json::Value;
 
 use super::call_context::CallContext;
+use super::diff;
 use super::facts::CallOutcome;
-use super::{SendStats, diff};
+use super::stats::SendStats;
 use crate::approval::{PermissionBroker, PolicyVerdict};
 use crate::conversation::Conversation;
 use crate::hooks;

@@ -14,8 +14,8 @@
 use super::budget::{BudgetCall, BudgetPoint};
 use super::cx::SendCx;
 use super::mode::Mode;
-use super::outcome::{Shown, call_model, fail};
-use super::{Outcome, batch, fit, request, structured};
+use super::outcome::{Outcome, Shown, call_model, fail};
+use super::{batch, fit, request, structured};
 use crate::context;
 use crate::model::{Completion, ToolCall};
 use crate::tools::file_blocks;
@@ -57,7 +57,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> TurnStep {
     if let Some(w) = window
         && let Err(error) = fit::fit(config, cx.conv, cx.stats, emit, w).await
     {
-        if let Some(done) = super::checked_anyway(cx, "the conversation outgrew the model's context window").await {
+        if let Some(done) = cx.checked_anyway("the conversation outgrew the model's context window").await {
             return TurnStep::End(done);
         }
         return TurnStep::End(fail(emit, error, None, None).await);
@@ -144,7 +144,7 @@ pub async fn next(cx: &mut SendCx<'_>) -> TurnStep {
             ));
             return TurnStep::Again;
         }
-        if let Some(done) = super::checked_anyway(cx, "the model's answers kept running away").await {
+        if let Some(done) = cx.checked_anyway("the model's answers kept running away").await {
             return TurnStep::End(done);
         }
         let error = ErrorEnvelope {

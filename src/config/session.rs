@@ -63,7 +63,7 @@ pub struct SessionConfig {
     /// The session's background shells (`tools::shells`): `Some` when
     /// offered (`init.config.background_shells`, else on in 0.3.0 when
     /// the session has bash and its profile does not leave them out).
-    pub shells: Option<Arc<crate::tools::shells::Shells>>,
+    pub shells: Option<Arc<crate::tools::shell_table::Shells>>,
     /// `tools` entries naming MCP tools (`mcp__…`, exact or glob).
     pub mcp_patterns: Vec<String>,
     /// The session's MCP servers and their advertised tools, once started
@@ -118,7 +118,7 @@ pub struct SessionConfig {
     pub request_check: bool,
     /// Hold back the first write of a send whose request the model reads
     /// as asking for no change (`config.write_check`, see
-    /// `agent::gates::hold_write`).
+    /// `agent::request_reading::hold_write`).
     pub write_check: bool,
     /// Ask the model whether an answer that changed no file says it
     /// changed files (`config.claim_check`, see `agent::gates::claimed`).

@@ -1,5 +1,7 @@
 //! `bash {command, timeout_ms?, run_in_background?}`: a shell command in its
-//! own process group (in the background: see [`super::shells`]).
+//! own process group, or in the background ([`super::shells`]): started
+//! here and followed by a task here (its pipe read, its end waited for),
+//! kept in the session's [`Shells`] table.
 //!
 //! Owns: spawning `/bin/bash -c` with stdin from /dev/null and the workspace
 //! as cwd, one pipe shared by stdout and stderr (so their lines interleave as
@@ -14,13 +16,17 @@
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
 
-use super::{ToolContext, ToolError, failed};
+use super::context::ToolContext;
+use super::error::{ToolError, failed};
+use super::shell_table::{Shell, Shells};
 
 /// `timeout_ms` when absent.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -89,7 +95,7 @@ pub async fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
     }
     if args.run_in_background == Some(true) {
         return match &ctx.shells {
-            Some(shells) => shells.start(&args.command, ctx),
+            Some(shells) => start_background(shells, &args.command, ctx),
             None => failed(
                 "run_in_background is not offered in this session: run the command in the foreground (timeout_ms up to 600000)",
             ),
@@ -211,6 +217,50 @@ pub(crate) fn start(command: &str, ctx: &ToolContext) -> Result<Started, String>
     let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| format!("cannot read the command's output: {e}"))?;
     Ok(Started { child, group, pipe })
+}
+
+/// Starts `command` in the background in the session's `shells` (as
+/// [`run`] would start it) and returns the text for the model: the shell id
+/// and how to read it. Must run inside the tokio runtime. Fails when
+/// [`MAX_RUNNING`](super::shell_table::MAX_RUNNING) run already or the
+/// command cannot start.
+fn start_background(shells: &Shells, command: &str, ctx: &ToolContext) -> Result<String, ToolError> {
+    shells.start(
+        command,
+        || start(command, ctx),
+        |shell, started| {
+            tokio::spawn(follow(shell, started, ctx.cancel.clone()));
+        },
+    )
+}
+
+/// Follows one background command until it ends or is killed.
+async fn follow(shell: Arc<Shell>, started: Started, send_cancel: CancellationToken) {
+    let Started { mut child, mut group, mut pipe } = started;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut eof = false;
+    let end = loop {
+        tokio::select! {
+            biased;
+            _ = shell.killed() => break "killed by kill_shell (or the session ended)".to_owned(),
+            _ = send_cancel.cancelled() => break "killed: the send that started it was cancelled".to_owned(),
+            n = pipe.read(&mut buf), if !eof => match n {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => shell.push(&buf[..n]),
+            },
+            status = child.wait() => break describe(status.ok()).0,
+        }
+    };
+    group.kill();
+    let drain_until = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
+    while !eof {
+        match tokio::time::timeout_at(drain_until, pipe.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => shell.push(&buf[..n]),
+            _ => eof = true,
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+    shell.end(end);
 }
 
 /// The code in the `[exit code N]` line a `bash` result ends with (see

@@ -74,20 +74,3 @@ pub fn write_text(client: Option<&dyn ClientFiles>, target: &Confined, text: &st
 fn too_large(len: u64, max: u64) -> io::Error {
     io::Error::new(io::ErrorKind::FileTooLarge, format!("{len} bytes, over the {max} byte limit"))
 }
-
-impl super::ToolContext {
-    /// Runs `f`, which may read files through the context, from async
-    /// code: directly when files come from disk, on tokio's blocking pool
-    /// when they come from the client (whose answers `f` waits for, and
-    /// whose connection the current async thread must keep serving).
-    pub async fn off_thread<T: Send + 'static>(&self, f: impl FnOnce(&super::ToolContext) -> T + Send + 'static) -> T {
-        if self.client_files.is_none() {
-            return f(self);
-        }
-        let ctx = self.clone();
-        match tokio::task::spawn_blocking(move || f(&ctx)).await {
-            Ok(v) => v,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
-    }
-}

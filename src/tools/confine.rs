@@ -1,9 +1,10 @@
 //! Paths the model names, resolved by the operating system beneath a root.
 //!
 //! Owns: turning a model-given path into a [`Confined`] file location inside
-//! the workspace (or an allowed path), and every file-system operation the
-//! file tools make through it. Nothing here cleans paths as strings: each
-//! root is opened once as a [`cap_std::fs::Dir`] and every lookup below it
+//! the workspace (or an allowed path), the [`PathError`] when it may not be
+//! used, and every file-system operation the file tools make through it.
+//! Nothing here cleans paths as strings: each root is opened once as a
+//! [`cap_std::fs::Dir`] and every lookup below it
 //! goes through cap-std, which on Linux uses `openat2(RESOLVE_BENEATH)` (or
 //! its own component-by-component walk on older kernels). A symlink, a
 //! chain of them, an absolute target or a `..` that would leave the root is
@@ -21,7 +22,35 @@ use std::sync::Arc;
 
 use cap_std::fs::{Dir, OpenOptions};
 
-use super::PathError;
+/// A path the model gave that a file tool may not use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path is empty")]
+    Empty,
+    #[error("path contains a NUL byte")]
+    Nul,
+    /// Resolves (following symlinks) outside the workspace and every allowed path.
+    #[error(
+        "path {raw:?} resolves to {} which is outside the workspace {} (and not under an allowed path)",
+        resolved.display(),
+        workspace.display()
+    )]
+    Outside { raw: String, resolved: PathBuf, workspace: PathBuf },
+    /// The OS refused to follow it beneath the workspace: a symbolic link
+    /// (relative or absolute) or a `..` would leave it.
+    #[error(
+        "path {raw:?} leads outside the workspace {} through a symbolic link or '..'; file tools stay inside it",
+        workspace.display()
+    )]
+    Escapes { raw: String, workspace: PathBuf },
+    /// The last component is a symlink whose target does not exist: a
+    /// write would create a file wherever the link points.
+    #[error("path {raw:?} is a symbolic link to nothing; pirn does not create files through links")]
+    DanglingLink { raw: String },
+    /// The OS could not look the path up beneath the workspace.
+    #[error("path {raw:?} cannot be resolved inside the workspace: {why}")]
+    Unresolvable { raw: String, why: String },
+}
 
 /// One root a file tool may reach: its canonical path and an open handle.
 #[derive(Debug, Clone)]

@@ -2,13 +2,17 @@
 //! extra roots it may reach, cancellation, the result cap, the sandbox and
 //! environment `bash` gets, the client's file system), and the per-session
 //! and per-send records the file tools share: files read, rewrites held
-//! back, files written and whether they parsed before.
+//! back, files written and whether they parsed before (which of them parse
+//! no more is [`super::parse_notes`]'), and running file work off the async
+//! threads ([`ToolContext::off_thread`]).
 
 use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{MAX_RESULT_BYTES, PathError, client_files, confine, read_file, syntax};
+use super::cap::MAX_RESULT_BYTES;
+use super::confine::{self, PathError};
+use super::{client_files, syntax};
 
 /// What every tool call may use.
 #[derive(Debug, Clone)]
@@ -56,8 +60,8 @@ pub struct ToolContext {
     /// `None`: nobody watches.
     pub live: Option<tokio::sync::mpsc::Sender<super::live::OutputDelta>>,
     /// The session's background shells (`bash` `run_in_background`, see
-    /// [`super::shells`]); `None`: not offered.
-    pub shells: Option<std::sync::Arc<super::shells::Shells>>,
+    /// [`super::shells`] and [`super::shell_table`]); `None`: not offered.
+    pub shells: Option<std::sync::Arc<super::shell_table::Shells>>,
 }
 
 /// What wants to know before the file tools change the workspace (the
@@ -83,7 +87,8 @@ pub struct WriteHelp {
     pub tolerant_edits: bool,
     /// A rewrite that removes most of a file is held back once (`write_file`).
     pub hold_large_writes: bool,
-    /// A written file that no longer parses is named in the result ([`syntax::after_write`]).
+    /// A written file that no longer parses is named in the result
+    /// ([`super::parse_notes::after_write`]).
     pub parse_notes: bool,
     /// Uses of a renamed or removed name are listed in the result (`references::still_used`).
     pub reference_notes: bool,
@@ -95,7 +100,7 @@ pub struct FirstWrite {
     /// It parsed then (or is of a kind [`syntax::problem`] does not know,
     /// or the profile does not check parsing: [`WriteHelp::parse_notes`]).
     pub parsed: bool,
-    /// Its text then (at most [`read_file::MAX_FILE_BYTES`]: what the
+    /// Its text then (at most [`super::read_file::MAX_FILE_BYTES`]: what the
     /// writing tools read); `None` for a file the send created.
     pub text: Option<String>,
 }
@@ -172,27 +177,6 @@ impl ToolContext {
         paths
     }
 
-    /// The files this send changed that parsed before and do not now
-    /// (the kinds [`syntax::problem`] knows): `(path as shown, what
-    /// the parser says)`.
-    pub fn broken(&self) -> Vec<(String, String)> {
-        let written: Vec<PathBuf> = {
-            let w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            w.iter().filter(|(_, first)| first.parsed).map(|(p, _)| p.clone()).collect()
-        };
-        let mut out: Vec<(String, String)> = written
-            .iter()
-            .filter_map(|p| {
-                let shown = self.display(p);
-                let target = self.resolve(&p.to_string_lossy()).ok()?;
-                let text = self.read_text(&target, read_file::MAX_FILE_BYTES).ok()?;
-                syntax::problem(p, &text).map(|problem| (shown, problem))
-            })
-            .collect();
-        out.sort();
-        out
-    }
-
     /// Records that `path` was read (see [`ToolContext::read_files`]).
     pub fn mark_read(&self, path: &Path) {
         if let Some(set) = &self.read_files {
@@ -267,5 +251,48 @@ impl ToolContext {
             Ok(rel) => rel.display().to_string(),
             Err(_) => p.display().to_string(),
         }
+    }
+
+    /// Runs `f`, which may read files through the context, from async
+    /// code: directly when files come from disk, on tokio's blocking pool
+    /// when they come from the client (whose answers `f` waits for, and
+    /// whose connection the current async thread must keep serving).
+    pub async fn off_thread<T: Send + 'static>(&self, f: impl FnOnce(&ToolContext) -> T + Send + 'static) -> T {
+        if self.client_files.is_none() {
+            return f(self);
+        }
+        let ctx = self.clone();
+        match tokio::task::spawn_blocking(move || f(&ctx)).await {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::new(dir.canonicalize().unwrap(), vec![], CancellationToken::new())
+    }
+
+    #[test]
+    fn resolve_confines_to_workspace() {
+        let tmp = std::env::temp_dir().join(format!("pirn-resolve-{}", std::process::id()));
+        std::fs::create_dir_all(tmp.join("sub")).unwrap();
+        let c = ctx(&tmp);
+        assert!(c.resolve("sub/new.txt").is_ok());
+        assert!(c.resolve("sub/../../etc/passwd").is_err());
+        assert!(c.resolve("/etc/passwd").is_err());
+        std::os::unix::fs::symlink("/etc", tmp.join("link")).unwrap();
+        assert!(c.resolve("link/passwd").is_err());
+        std::os::unix::fs::symlink("/nonexistent-pirn/x", tmp.join("dangling")).unwrap();
+        assert!(c.resolve("dangling").is_err());
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

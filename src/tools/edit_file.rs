@@ -17,13 +17,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::confine::Confined;
-use super::edit_tolerant::Edit;
+use super::context::ToolContext;
+use super::edit_made::MIN_ALREADY_CHARS;
+use super::edit_write::{Applied, Edit, excerpt, fail, line_of, made_already, near_miss, write};
+use super::error::ToolError;
+use super::output::{Effect, Written, content_hash};
 use super::read_file::MAX_FILE_BYTES;
-use super::{Effect, ToolContext, ToolError, Written};
-
-/// Characters `new_string` needs (trimmed) before an edit whose
-/// `old_string` is missing and whose `new_string` is present counts as made.
-pub(super) const MIN_ALREADY_CHARS: usize = 8;
 
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -47,7 +46,7 @@ pub const DESCRIPTION: &str = "Replace an exact string in a file. old_string mus
 /// (how many, on which lines), binary or unreadable files. With the
 /// profile's notes on, a rename's result ends with the uses of the old name
 /// left in the workspace ([`super::references`]) and a file that no longer
-/// parses is named ([`super::syntax::after_write`]).
+/// parses is named ([`super::parse_notes::after_write`]).
 pub fn run(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     let renamed = super::references::renamed_in_edit(&args.old_string, &args.new_string);
     let file_path = args.file_path.clone();
@@ -69,28 +68,9 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     }
     let note = super::references::still_used(ctx, &renamed, super::references::Why::Renamed).unwrap_or_default();
     Ok(Written {
-        text: done + &note + &super::syntax::after_write(ctx, &file_path),
-        effect: Effect::Changed { hash: super::content_hash(updated.as_bytes()), path, created: false, relaid: false },
+        text: done + &note + &super::parse_notes::after_write(ctx, &file_path),
+        effect: Effect::Changed { hash: content_hash(updated.as_bytes()), path, created: false, relaid: false },
     })
-}
-
-/// What a successful edit returns: the text for the model, the file's new
-/// content, its path, and its content before.
-pub(super) type Applied = (String, String, std::path::PathBuf, String);
-
-/// Writes `updated` over the file that held `before`; when they are the
-/// same bytes (a tolerant tier made the edit a no-op) nothing is written.
-pub(super) fn write(
-    ctx: &ToolContext,
-    target: &Confined,
-    before: &str,
-    updated: &str,
-    shown: &str,
-) -> Result<(), ToolError> {
-    if updated == before {
-        return Ok(());
-    }
-    ctx.write_text(target, updated).map_err(|e| ToolError::Failed(format!("{shown}: write failed: {e}")))
 }
 
 fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
@@ -142,7 +122,11 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     }
     let edit = Edit { target: &target, shown: &shown, content: &content, crlf: file_crlf, old: &old, new: &new };
     if starts.is_empty() {
-        return if tolerant { super::edit_tolerant::miss(ctx, &args, &edit) } else { exact_miss(ctx, &args, &edit) };
+        return if tolerant {
+            super::edit_tolerant::miss(ctx, &args.old_string, &args.new_string, &edit)
+        } else {
+            exact_miss(ctx, &args, &edit)
+        };
     }
     if starts.len() > 1 && !args.replace_all {
         return fail(if tolerant {
@@ -232,16 +216,6 @@ fn several(shown: &str, content: &str, starts: &[usize]) -> String {
     )
 }
 
-/// `Err(ToolError::Failed(message))`.
-pub(super) fn fail<T>(message: impl Into<String>) -> Result<T, ToolError> {
-    Err(ToolError::Failed(message.into()))
-}
-
-/// `Err(ToolError::MadeAlready { path, message })`: the edit looks made in `path`.
-pub(super) fn made_already<T>(path: std::path::PathBuf, message: String) -> Result<T, ToolError> {
-    Err(ToolError::MadeAlready { path, message })
-}
-
 fn read_text(ctx: &ToolContext, target: &Confined) -> Result<String, String> {
     ctx.read_text(target, MAX_FILE_BYTES).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidData if e.to_string() == "binary file" => {
@@ -250,61 +224,6 @@ fn read_text(ctx: &ToolContext, target: &Confined) -> Result<String, String> {
         std::io::ErrorKind::InvalidData | std::io::ErrorKind::FileTooLarge => e.to_string(),
         _ => format!("cannot open: {e}"),
     })
-}
-
-/// 1-based line number of byte offset `at`.
-pub(super) fn line_of(content: &str, at: usize) -> usize {
-    content.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1
-}
-
-/// Lines `first-2 ..= first+count+1`, numbered.
-pub(super) fn excerpt(content: &str, first: usize, count: usize) -> String {
-    let from = first.saturating_sub(2).max(1);
-    let to = first + count + 1;
-    content
-        .lines()
-        .enumerate()
-        .skip(from - 1)
-        .take(to - from + 1)
-        .map(|(i, l)| format!("{:>6}\t{}\n", i + 1, l.trim_end_matches('\r')))
-        .collect()
-}
-
-/// Names the file line closest to the first line of `old`.
-pub(super) fn near_miss(content: &str, old: &str) -> String {
-    let Some(needle) = old.lines().map(str::trim).find(|l| !l.is_empty()) else {
-        return "old_string has only whitespace".to_owned();
-    };
-    let mut best: Option<(f64, usize, &str)> = None;
-    for (i, line) in content.lines().enumerate().take(50_000) {
-        let t = line.trim();
-        if t.is_empty() || t.len() > needle.len() * 3 + 16 || needle.len() > t.len() * 3 + 16 {
-            continue;
-        }
-        let score = if t == needle { 1.0 } else { strsim::normalized_levenshtein(t, needle) };
-        if best.is_none_or(|(s, _, _)| score > s) {
-            best = Some((score, i + 1, line));
-        }
-        if score == 1.0 {
-            break;
-        }
-    }
-    match best {
-        Some((score, n, line)) if score >= 0.5 => {
-            let line: String = line.trim_end_matches('\r').chars().take(200).collect();
-            if score == 1.0 {
-                format!(
-                    "Line {n} matches its first line apart from indentation or the lines around it: {line:?}. Read the file and copy the text exactly."
-                )
-            } else {
-                format!(
-                    "The closest line is {n}: {line:?} ({:.0}% similar). Read the file and copy the text exactly.",
-                    score * 100.0
-                )
-            }
-        }
-        _ => "No similar line found; read the file first.".to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,13 @@
 //!   again would write "Welcomee").
 //! - [`gone_since`]: the file held `old_string` when this send first went
 //!   to change it, and the send's own earlier call took it away.
+//!
+//! A missing `old_string` whose `new_string` the file holds counts as made
+//! only for a `new_string` of at least `MIN_ALREADY_CHARS`.
+
+/// Characters `new_string` needs (trimmed) before an edit whose
+/// `old_string` is missing and whose `new_string` is present counts as made.
+pub(super) const MIN_ALREADY_CHARS: usize = 8;
 
 /// Where the first match of `old` is, when `old` is part of `new` and at
 /// every match in `starts` (byte offsets of `old` in `content`) the file

@@ -1,5 +1,5 @@
 //! `edit_file`'s help for small models, on only in a profile with
-//! `tolerant_edits` ([`super::WriteHelp`]): what a model that copies badly
+//! `tolerant_edits` ([`WriteHelp`](super::context::WriteHelp)): what a model that copies badly
 //! needs, and what a model that copies exactly must never get (an exact
 //! edit would land somewhere else than sent).
 //!
@@ -17,29 +17,19 @@
 //! `new_string` that starts at an indented line's first character get that
 //! line's indentation.
 
-use super::ToolError;
-use super::confine::Confined;
-use super::edit_file::{Applied, MIN_ALREADY_CHARS, excerpt, fail, line_of, made_already, near_miss, write};
-use super::{ToolContext, edit_file::Args};
+use super::context::ToolContext;
+use super::edit_made::MIN_ALREADY_CHARS;
+use super::edit_write::{Applied, Edit, excerpt, fail, line_of, made_already, near_miss, write};
+use super::error::ToolError;
 
-/// The file as read, and what the edit is to replace in it (`old`, `new`:
-/// with the file's CRLF line endings where it has them).
-pub(super) struct Edit<'a> {
-    pub target: &'a Confined,
-    pub shown: &'a str,
-    pub content: &'a str,
-    pub crlf: bool,
-    pub old: &'a str,
-    pub new: &'a str,
-}
-
-/// The tiers for an `old_string` the file does not hold exactly.
-pub(super) fn miss(ctx: &ToolContext, args: &Args, e: &Edit<'_>) -> Result<Applied, ToolError> {
+/// The tiers for an `old_string` the file does not hold exactly (`old_string`
+/// and `new_string` as sent).
+pub(super) fn miss(ctx: &ToolContext, old_string: &str, new_string: &str, e: &Edit<'_>) -> Result<Applied, ToolError> {
     let (content, shown, path) = (e.content, e.shown, e.target.path().to_path_buf());
     // The edit looks made already (a small model repeats its last call):
     // nothing is written, and the error says where new_string stands.
-    let made = content.find(e.new.trim()).or_else(|| match &loose_matches(content, &args.new_string)[..] {
-        [(from, _, _)] if loose_matches(content, &args.old_string).is_empty() => Some(*from),
+    let made = content.find(e.new.trim()).or_else(|| match &loose_matches(content, new_string)[..] {
+        [(from, _, _)] if loose_matches(content, old_string).is_empty() => Some(*from),
         _ => None,
     });
     if let Some(at) = made.filter(|_| e.new.trim().len() >= MIN_ALREADY_CHARS) {
@@ -50,17 +40,17 @@ pub(super) fn miss(ctx: &ToolContext, args: &Args, e: &Edit<'_>) -> Result<Appli
         ));
     }
     // Same lines but for indentation and trailing spaces: edit them, re-indented.
-    if let [(from, to, indent)] = &loose_matches(content, &args.old_string)[..] {
+    if let [(from, to, indent)] = &loose_matches(content, old_string)[..] {
         let (from, to) = (*from, *to);
         let eol = if e.crlf { "\r\n" } else { "\n" };
-        let replacement = reindent(&args.new_string, indent, &args.old_string, eol);
+        let replacement = reindent(new_string, indent, old_string, eol);
         let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
         write(ctx, e.target, content, &updated, shown)?;
         let first_line = line_of(content, from);
         let text = format!(
             "edited {shown}: old_string matched lines {first_line}-{} only when ignoring indentation and trailing \
              spaces; replaced them, re-indented. Lines around the change:\n{}",
-            first_line + args.old_string.trim_matches('\n').lines().count() - 1,
+            first_line + old_string.trim_matches('\n').lines().count() - 1,
             excerpt(&updated, first_line, replacement.lines().count())
         );
         return Ok((text, updated, path, content.to_owned()));
@@ -82,7 +72,7 @@ pub(super) fn miss(ctx: &ToolContext, args: &Args, e: &Edit<'_>) -> Result<Appli
     }
     // The same lines with a few of the file's left out (a docstring, a
     // comment): the lines that differ from new_string change in place.
-    if let Some(g) = super::edit_match::gapped(content, &args.old_string, &args.new_string) {
+    if let Some(g) = super::edit_match::gapped(content, old_string, new_string) {
         write(ctx, e.target, content, &g.updated, shown)?;
         let (first, last) = g.lines;
         let skipped: Vec<String> = g.skipped.iter().map(usize::to_string).collect();
@@ -106,15 +96,15 @@ pub(super) fn miss(ctx: &ToolContext, args: &Args, e: &Edit<'_>) -> Result<Appli
         return if e.new.trim().is_empty() { made_already(path, message) } else { fail(message) };
     }
     // Another file holds the text as written: the model guessed the file.
-    if let Some(there) = super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string) {
+    if let Some(there) = super::elsewhere::note(ctx, &path, old_string, new_string) {
         let message = format!("{shown}: old_string not found, and nothing was written. {}", there.text);
         return match there.made_in {
             Some(made_in) => made_already(made_in, message),
             None => fail(message),
         };
     }
-    let region = super::edit_match::closest_region(content, &args.old_string);
-    let hint = if region.is_empty() { near_miss(content, &args.old_string) } else { region };
+    let region = super::edit_match::closest_region(content, old_string);
+    let hint = if region.is_empty() { near_miss(content, old_string) } else { region };
     fail(format!(
         "{shown}: old_string not found (not even ignoring whitespace). {}\nCopy old_string exactly from the file (a \
          shorter old_string, one or two whole lines, is safer).",

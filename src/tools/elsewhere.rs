@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ToolContext;
+use super::context::ToolContext;
 
 /// Text shorter than this (bytes, once trimmed) is not looked for: too
 /// common to point at one file.

@@ -15,7 +15,8 @@ use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{ToolContext, ToolError, failed};
+use super::context::ToolContext;
+use super::error::{ToolError, failed};
 
 /// Paths returned at most.
 pub const MAX_RESULTS: usize = 1000;

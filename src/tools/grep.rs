@@ -18,8 +18,10 @@ use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::cap::floor_char_boundary;
+use super::context::ToolContext;
+use super::error::{ToolError, failed};
 use super::glob::walk_threads;
-use super::{ToolContext, ToolError, failed};
 
 /// Matching lines collected at most over the whole search.
 pub const MAX_MATCHES: usize = 2000;
@@ -275,7 +277,7 @@ impl HitSink<'_> {
     fn line(&mut self, sep: char, number: Option<u64>, bytes: &[u8]) {
         let line = String::from_utf8_lossy(bytes);
         let line = line.trim_end_matches(['\n', '\r']);
-        let cut = super::floor_char_boundary(line, MAX_LINE_CHARS);
+        let cut = floor_char_boundary(line, MAX_LINE_CHARS);
         let _ = write!(self.text, "{}{sep}{}{sep}{}", self.shown, number.unwrap_or(0), &line[..cut]);
         if cut < line.len() {
             self.text.push_str(" [...]");

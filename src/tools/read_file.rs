@@ -10,7 +10,8 @@ use std::io::{BufRead, BufReader, Read};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{ToolContext, ToolError, failed};
+use super::context::ToolContext;
+use super::error::{ToolError, failed};
 
 /// Lines returned when `limit` is absent.
 pub const DEFAULT_LIMIT: usize = 2000;

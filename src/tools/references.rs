@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 
-use super::ToolContext;
+use super::context::ToolContext;
 
 /// Files looked at, at most, per note.
 const MAX_FILES: usize = 2000;

@@ -1,11 +1,15 @@
-//! What the model is told about the tools: the chat-completions `tools`
-//! entries, with each tool's parameter schema derived from its serde `Args`
-//! struct (so the schema cannot drift from what the tool accepts).
+//! What the model is told about the tools: their names ([`ALL_TOOLS`]), the
+//! chat-completions `tools` entries, with each tool's parameter schema
+//! derived from its serde `Args` struct (so the schema cannot drift from
+//! what the tool accepts).
 
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{ALL_TOOLS, bash, edit_file, glob, grep, read_file, shells, write_file};
+use super::{bash, edit_file, glob, grep, read_file, shells, write_file};
+
+/// Every tool pirn knows, in the order they are advertised.
+pub const ALL_TOOLS: [&str; 6] = ["read_file", "write_file", "edit_file", "glob", "grep", "bash"];
 
 /// The function specs advertised to the model for `enabled` tools (unknown
 /// names are skipped), as chat-completions `tools` entries; `bash` without

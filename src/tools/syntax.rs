@@ -1,8 +1,9 @@
 //! After a write: does the file still parse? A warning the model reads in
 //! the tool result, the cheap form of the diagnostics an editor shows.
 //!
-//! Owns: [`problem`], [`warning`] and [`after_write`]. Everything is parsed
-//! in-process and runs none of the file's code: Python, Rust, TypeScript
+//! Owns: [`problem`] and [`warning`] (the note after a write, and the
+//! files a send left unparsable, are [`super::parse_notes`]'). Everything is
+//! parsed in-process and runs none of the file's code: Python, Rust, TypeScript
 //! (and TSX), JavaScript (and JSX) and Go with tree-sitter grammars, JSON
 //! with `serde_json`, TOML with `toml_edit`. The kind is read off the file
 //! name's extension; other files are not checked. A tree-sitter parser is
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use tree_sitter::{Language, Node, ParseOptions, Parser};
 
 /// Bytes of a file, at most, that are checked.
-const MAX_BYTES: usize = 512 * 1024;
+pub(super) const MAX_BYTES: usize = 512 * 1024;
 /// How long one tree-sitter parse may take before it is given up (and
 /// nothing is said).
 const PARSE_LIMIT: Duration = Duration::from_secs(3);
@@ -44,18 +45,6 @@ pub fn problem(path: &Path, content: &str) -> Option<String> {
         "toml" => content.parse::<toml_edit::DocumentMut>().err().map(|e| toml_problem(content, &e)),
         ext => tree_problem(&grammar(ext)?, content),
     }
-}
-
-/// [`warning`] for the file a tool just wrote, read back through the
-/// workspace confinement; empty when there is nothing to say, or when the
-/// profile asks for no parse notes ([`super::WriteHelp::parse_notes`]).
-pub fn after_write(ctx: &super::ToolContext, file_path: &str) -> String {
-    if !ctx.help.parse_notes {
-        return String::new();
-    }
-    let Ok(target) = ctx.resolve(file_path) else { return String::new() };
-    let Ok(content) = ctx.read_text(&target, MAX_BYTES as u64 + 1) else { return String::new() };
-    warning(target.path(), &ctx.display(target.path()), &content).unwrap_or_default()
 }
 
 /// The tree-sitter grammar for files ending in `.{ext}`, if any.

@@ -41,7 +41,7 @@ call's result. Use it for work that is separate from the rest and would fill thi
     for (name, a) in agents {
         description.push_str(&format!("\n- {name}: {}", a.description.trim()));
     }
-    let mut parameters = super::schema_of::<Args>();
+    let mut parameters = super::spec::schema_of::<Args>();
     parameters["properties"]["subagent_type"]["enum"] = json!(agents.keys().collect::<Vec<_>>());
     json!({"type": "function", "function": {"name": NAME, "description": description, "parameters": parameters}})
 }

@@ -17,7 +17,8 @@
 //! the file and asked for its new content in a fence (under 600 prompt
 //! tokens a task); see docs/results-history.md.
 
-use super::{ToolContext, read_file};
+use super::context::ToolContext;
+use super::read_file;
 
 /// `pirn run`'s system prompt in the whole-file format, when the operator
 /// gives none: the format only, no tools.

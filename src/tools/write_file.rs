@@ -16,7 +16,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::confine::Confined;
-use super::{Effect, ToolContext, ToolError, Written, failed};
+use super::context::ToolContext;
+use super::error::{ToolError, failed};
+use super::output::{Effect, Written, content_hash, same_lines};
 
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -49,7 +51,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     let file_path = args.file_path.clone();
     let mut done = write(args, ctx)?;
     if matches!(done.effect, Effect::Changed { .. }) {
-        done.text.push_str(&super::syntax::after_write(ctx, &file_path));
+        done.text.push_str(&super::parse_notes::after_write(ctx, &file_path));
     }
     Ok(done)
 }
@@ -99,7 +101,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     }
     // The model knows what it wrote: it may replace it again unread.
     ctx.mark_read(&path);
-    let relaid = old.as_deref().is_some_and(|old| super::same_lines(old, &args.content));
+    let relaid = old.as_deref().is_some_and(|old| same_lines(old, &args.content));
     let note = if relaid {
         " (the same lines as before: only white space at line ends or at the end of the file differs)".to_owned()
     } else {
@@ -116,7 +118,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
             if existed { "overwrote" } else { "created" },
             args.content.len()
         ),
-        effect: Effect::Changed { hash: super::content_hash(args.content.as_bytes()), path, created: !existed, relaid },
+        effect: Effect::Changed { hash: content_hash(args.content.as_bytes()), path, created: !existed, relaid },
     })
 }
 

@@ -8,7 +8,8 @@
 //! its tools; a file still broken after that ends the send
 //! `verification_failed`.
 
-use super::{Gate, Verdict};
+use super::order::Gate;
+use super::verdict::Verdict;
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};

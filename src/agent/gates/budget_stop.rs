@@ -4,7 +4,7 @@
 //! spent. May: end the send `budget_exceeded`, with the model's answer (or
 //! pirn's account of what changed when it gave none).
 
-use super::{Answer, Verdict, said};
+use super::verdict::{Answer, Verdict, said};
 use crate::agent::budget::{BudgetCall, BudgetPoint};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::{Mode, WrapUp};

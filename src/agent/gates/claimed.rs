@@ -1,7 +1,7 @@
 //! Gate: an answer that reports a change, from a send that changed nothing.
 //!
 //! Reads: that no file changed in the send (a write held back did not
-//! land) and no command ran ([`super::reading::quiet`]), and the model's
+//! land) and no command ran ([`crate::agent::reading::quiet`]), and the model's
 //! own reading of its answer: one short extra call that shows the model
 //! only the answer and holds its reply to `{"reports_change": boolean}`. pirn reads no word of the answer
 //! itself; the model says what the answer reports and the facts say what
@@ -19,10 +19,11 @@
 //! command changed pirn cannot see). Any failure of the reading call lets
 //! the answer through. Each answer it sees costs one reading.
 
-use super::reading::{Ask, quiet, yes_no};
-use super::{Gate, Verdict};
+use super::order::Gate;
+use super::verdict::Verdict;
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::reading::{Ask, quiet, yes_no};
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
 /// What the model is told when its answer reports a change that is not on

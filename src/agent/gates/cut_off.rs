@@ -11,7 +11,7 @@
 //! asked that the send pass its check, and an answer that never ended is a
 //! miss it may still make good; else end the send `provider_error`.
 
-use super::{Answer, Verdict};
+use super::verdict::{Answer, Verdict};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::agent::structured;

@@ -10,7 +10,8 @@
 //! write that never landed is not `ok` (its `files_changed` stays what is
 //! on disk).
 
-use super::{Gate, Verdict};
+use super::order::Gate;
+use super::verdict::Verdict;
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::wire::{ErrorCode, ErrorEnvelope};

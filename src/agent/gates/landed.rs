@@ -7,7 +7,7 @@
 //! file changed under pirn, or the write did not land): a result is `ok`
 //! only when what it reports is on disk.
 
-use super::Verdict;
+use super::verdict::Verdict;
 use crate::agent::cx::SendCx;
 use crate::tools::{content_hash, read_file::MAX_FILE_BYTES};
 use crate::wire::{ErrorCode, ErrorEnvelope};

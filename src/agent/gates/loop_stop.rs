@@ -8,7 +8,7 @@
 //! did change files is replaced by pirn's account of those changes, and the
 //! later gates (the files on disk, the operator's check) decide.
 
-use super::{Answer, Verdict, said};
+use super::verdict::{Answer, Verdict, said};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::{Mode, WrapUp};
 use crate::wire::{ErrorCode, ErrorEnvelope};

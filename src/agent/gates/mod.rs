@@ -11,9 +11,10 @@
 //! says it (`verify_command`, `output_schema`) or the model does
 //! ([`Gate::Claimed`], [`Gate::Asked`]). What a profile turns on (see
 //! `config::profile`) is named in the table; the default profile, `exact`,
-//! turns on no side call and no check of its own. One rule here acts before a call
-//! rather than after an answer: [`hold_write`] (`write_check`), which holds
-//! the writes of a send whose request the model reads as a question.
+//! turns on no side call and no check of its own. The rule that acts on
+//! the same reading of the request before a call rather than after an
+//! answer, `hold_write` (`write_check`), is the call path's
+//! ([`crate::agent::request_reading`]), not a gate.
 //!
 //! | gate | reads | may |
 //! |---|---|---|
@@ -35,7 +36,7 @@
 //! | status / code | trigger | where |
 //! |---|---|---|
 //! | `ok` | an answer every gate let through (plan mode: `plan_complete` first) | `agent::run` |
-//! | `ok` | the operator's check passes at a limit the send reached (iterations, context window) after it changed files | `agent::checked_anyway` |
+//! | `ok` | the operator's check passes at a limit the send reached (iterations, context window) after it changed files | `agent::cx::SendCx::checked_anyway` |
 //! | `ok` | a `compact` request: compacted, or nothing to compact | `agent::fit::compact_now` |
 //! | `budget_exceeded` | the token or cost budget is spent: before a model call, or by the call whose tool calls would run next, or a wrap-up that called tools (each decided by `budget::Meter::at`, whose table lists them) | `agent::limits`, `agent::turn`, `agent::round` |
 //! | `max_iterations` | no model call left | `agent::limits` |
@@ -56,73 +57,19 @@ mod cut_off;
 mod held_back;
 mod landed;
 mod loop_stop;
-mod reading;
+pub mod order;
 mod schema;
 mod stop_hook;
+pub mod verdict;
 mod verify;
 
-pub use asked::{RequestReading, hold_write};
+pub use order::{Gate, ORDER};
+pub use verdict::{Answer, Verdict};
 
-use super::cx::SendCx;
-use super::mode::Mode;
+use crate::agent::cx::SendCx;
+use crate::agent::mode::Mode;
 use crate::wire::ErrorEnvelope;
-
-/// A final answer on its way through the gates.
-#[derive(Debug)]
-pub struct Answer {
-    /// What the model said (a gate may put pirn's account in its place).
-    pub text: String,
-    /// The model stopped at its token limit (`finish_reason: length`).
-    pub cut_off: bool,
-}
-
-/// What a gate decides.
-#[derive(Debug)]
-pub enum Verdict {
-    /// On to the next gate.
-    Pass,
-    /// Back to the model with `note`; the next request is made in `mode`.
-    Again { note: String, mode: Mode },
-    /// The send ends with `error`; `answer` is what the result carries
-    /// (`None`: the model's answer).
-    Fail { error: ErrorEnvelope, answer: Option<String> },
-}
-
-/// The gates, each in its own file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    CutOff,
-    BudgetStop,
-    LoopStop,
-    HeldBack,
-    Broken,
-    Landed,
-    Claimed,
-    Asked,
-    Verify,
-    Schema,
-    StopHook,
-}
-
-/// The order in which an answer meets the gates: first what makes it no
-/// answer at all (cut off, out of budget, a loop), then whether the work
-/// it reports is on disk and sound, whether an answer that changed nothing
-/// says it changed something or was asked for a change, then the
-/// operator's check, the form the operator asked for, and last the
-/// operator's own Stop hooks.
-pub const ORDER: [Gate; 11] = [
-    Gate::CutOff,
-    Gate::BudgetStop,
-    Gate::LoopStop,
-    Gate::HeldBack,
-    Gate::Broken,
-    Gate::Landed,
-    Gate::Claimed,
-    Gate::Asked,
-    Gate::Verify,
-    Gate::Schema,
-    Gate::StopHook,
-];
+use verdict::said;
 
 impl Gate {
     /// This gate's verdict on `answer`.
@@ -172,9 +119,4 @@ pub async fn review(cx: &mut SendCx<'_>, mut answer: Answer) -> Review {
         }
     }
     Review::Accept(answer.text)
-}
-
-/// The answer as a result carries it: `None` when it is empty.
-fn said(text: &str) -> Option<String> {
-    Some(text.to_owned()).filter(|t| !t.trim().is_empty())
 }

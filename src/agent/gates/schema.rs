@@ -6,7 +6,7 @@
 //! without tools and with `response_format`, while retries last; then end
 //! the send `output_invalid`.
 
-use super::{Answer, Verdict};
+use super::verdict::{Answer, Verdict};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::agent::structured;

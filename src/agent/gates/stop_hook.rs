@@ -6,7 +6,7 @@
 //! `max_iterations` bounds how often. Last, so a hook sees the answer the
 //! send would otherwise end with.
 
-use super::{Answer, Verdict};
+use super::verdict::{Answer, Verdict};
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 

@@ -14,7 +14,7 @@
 //! "required"` ([`Mode::Act`]), since no answer in words can make a
 //! failing check pass.
 
-use super::Verdict;
+use super::verdict::Verdict;
 use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::agent::verify::Checked;

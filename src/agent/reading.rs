@@ -1,5 +1,7 @@
 //! The model's yes-or-no reading of one text, for the gates that need to
-//! know what was asked or what was said without pirn reading words.
+//! know what was asked or what was said without pirn reading words
+//! (`claimed`, `asked`), and for the hold before a write
+//! ([`crate::agent::request_reading::hold_write`]).
 //!
 //! Owns: [`yes_no`], one short side call (no tools, no conversation, an
 //! answer of at most 16 tokens held to `{"<key>": boolean}` by
