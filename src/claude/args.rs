@@ -66,7 +66,7 @@ pub enum InputFormat {
 
 /// The flags of Claude Code's headless mode pirn honours.
 #[derive(Parser, Debug, Default, Clone)]
-#[command(name = "pirn", no_binary_name = true, version = crate::claude::CLAUDE_CODE_VERSION)]
+#[command(name = "pirn", no_binary_name = true, version = crate::claude::wire::CLAUDE_CODE_VERSION)]
 pub struct ClaudeArgs {
     /// Non-interactive: print the answer and exit (pirn always is).
     #[arg(short = 'p', long = "print")]

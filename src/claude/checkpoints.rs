@@ -2,7 +2,8 @@
 //! and checkpoints.
 //!
 //! Owns: the uuid of each message pirn writes on this surface where a
-//! later request can name it, and what such a request then does:
+//! later request can name it, and what such a request then does (the
+//! `rewind_files` control request itself is answered in [`super::control`]):
 //! - A user message's uuid is the pirn send id of its turn (a fresh v4
 //!   uuid), echoed with `--replay-user-messages`; `rewind_files
 //!   {user_message_id}` is then pirn's `rewind` to before that send, and
@@ -19,11 +20,7 @@
 //!   meanwhile: it becomes `resume_at_message` (the conversation kept up
 //!   to and including that message).
 
-use serde_json::{Value, json};
-
-use super::Surface;
 use crate::store::Store;
-use crate::wire::{SendResult, Status};
 
 /// The namespace of pirn's assistant message uuids (a v5 uuid of
 /// "pirn.claude.messages" in the URL namespace).
@@ -100,43 +97,4 @@ pub async fn resume_at(store: &Store, session_id: &str, uuid: &str) -> Result<u6
         bound = Some(origin.at_message + 1);
     }
     Err(format!("--resume-session-at: no message {uuid} in session {session_id}"))
-}
-
-impl Surface {
-    /// `rewind_files {user_message_id, dry_run?}`: queued as pirn's rewind
-    /// to before that turn; answered when its result arrives ([`Surface::rewound`]).
-    pub(super) fn rewind_files(&mut self, request_id: String, user_message_id: String, dry_run: bool) {
-        let Some(session) = &self.session else {
-            self.respond(request_id, Err("no session: send a message first".into()));
-            return;
-        };
-        let id = format!("rewind-{}", uuid::Uuid::new_v4().simple());
-        match session.rewind(id.clone(), user_message_id, dry_run) {
-            Ok(()) => {
-                self.rewinds.insert(id, request_id);
-            }
-            Err(e) => self.respond(request_id, Err(e.to_string())),
-        }
-    }
-
-    /// Answers the `rewind_files` request whose rewind `r` is; false when
-    /// `r` is not one.
-    pub(super) fn rewound(&mut self, r: &SendResult) -> bool {
-        let Some(request_id) = self.rewinds.remove(&r.id) else { return false };
-        let files: Vec<Value> = r.rewound.iter().flatten().map(|f| Value::String(f.path.clone())).collect();
-        let answer = match (&r.status, &r.error) {
-            (Status::Ok, _) => Ok(json!({"canRewind": true, "filesChanged": files})),
-            // No checkpoint of that message: the SDK raises, as Claude Code's does.
-            (_, Some(e)) if e.details.is_none() => {
-                Err(format!("No file checkpoint found for this message: {}", e.message))
-            }
-            (_, e) => Ok(json!({
-                "canRewind": false,
-                "error": e.as_ref().map(|e| e.message.clone()).unwrap_or_default(),
-                "filesChanged": [],
-            })),
-        };
-        self.respond(request_id, answer);
-        true
-    }
 }

@@ -14,13 +14,15 @@ use tokio::sync::mpsc;
 
 use super::input::{ControlIn, ControlResponseIn, UserContent};
 use super::mapping::{approval_mode, claude_name, permission_mode_name};
+use super::setup::ClaudeSetup;
+use super::surface::{SdkCall, Surface};
 use super::translate::uuid;
+use super::wire::CLAUDE_CODE_VERSION;
 use super::wire::{ControlResponseOut, McpServerStatus, Out, OutControl, ResultMsg, SystemInit};
-use super::{CLAUDE_CODE_VERSION, ClaudeSetup, Surface};
 use crate::config::SessionConfig;
 use crate::hooks::callback::{CallbackFuture, ClientHooks};
 use crate::mcp::bridge::{ClientMcp, ClientMcpFuture};
-use crate::wire::Decision;
+use crate::wire::{Decision, SendResult, Status};
 
 /// The text of a prompt: a string, or its text blocks joined. Other blocks
 /// (images, documents) are refused by kind: pirn sends text only.
@@ -274,14 +276,6 @@ impl Surface {
     }
 }
 
-/// One call of the session's into the SDK (a hook callback, a message
-/// to an in-process MCP server), on its way to the surface's loop, which
-/// writes the control request; `reply` gets the control response's body.
-pub struct SdkCall {
-    pub request: OutControl,
-    pub reply: tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>,
-}
-
 /// Sends `request` to the SDK through the surface's loop; its answer.
 async fn ask_sdk(tx: mpsc::Sender<SdkCall>, request: OutControl) -> Result<serde_json::Value, String> {
     let (reply, answer) = tokio::sync::oneshot::channel();
@@ -321,5 +315,44 @@ impl ClientMcp for SdkMcp {
                 None => Err("the SDK's answer holds no mcp_response".to_owned()),
             }
         })
+    }
+}
+
+impl Surface {
+    /// `rewind_files {user_message_id, dry_run?}`: queued as pirn's rewind
+    /// to before that turn; answered when its result arrives ([`Surface::rewound`]).
+    pub(super) fn rewind_files(&mut self, request_id: String, user_message_id: String, dry_run: bool) {
+        let Some(session) = &self.session else {
+            self.respond(request_id, Err("no session: send a message first".into()));
+            return;
+        };
+        let id = format!("rewind-{}", uuid::Uuid::new_v4().simple());
+        match session.rewind(id.clone(), user_message_id, dry_run) {
+            Ok(()) => {
+                self.rewinds.insert(id, request_id);
+            }
+            Err(e) => self.respond(request_id, Err(e.to_string())),
+        }
+    }
+
+    /// Answers the `rewind_files` request whose rewind `r` is; false when
+    /// `r` is not one.
+    pub(super) fn rewound(&mut self, r: &SendResult) -> bool {
+        let Some(request_id) = self.rewinds.remove(&r.id) else { return false };
+        let files: Vec<Value> = r.rewound.iter().flatten().map(|f| Value::String(f.path.clone())).collect();
+        let answer = match (&r.status, &r.error) {
+            (Status::Ok, _) => Ok(json!({"canRewind": true, "filesChanged": files})),
+            // No checkpoint of that message: the SDK raises, as Claude Code's does.
+            (_, Some(e)) if e.details.is_none() => {
+                Err(format!("No file checkpoint found for this message: {}", e.message))
+            }
+            (_, e) => Ok(json!({
+                "canRewind": false,
+                "error": e.as_ref().map(|e| e.message.clone()).unwrap_or_default(),
+                "filesChanged": [],
+            })),
+        };
+        self.respond(request_id, answer);
+        true
     }
 }

@@ -23,6 +23,7 @@ pub mod input;
 pub mod mapping;
 mod open;
 mod setup;
+mod surface;
 mod translate;
 mod turns;
 pub mod wire;
@@ -33,20 +34,16 @@ use tokio::sync::mpsc;
 
 use args::{ArgsError, ClaudeOutputFormat, InputFormat};
 pub use args::{ClaudeArgs, is_claude_invocation};
-use control::SdkCall;
 use input::{In, Incoming, read_stdin};
 use open::{Opening, opened};
 use setup::ClaudeSetup;
-use translate::ClaudeTurn;
-use wire::{Out, ResultMsg};
+use surface::{SdkCall, Surface};
+pub use wire::CLAUDE_CODE_VERSION;
+use wire::Out;
 
 use crate::environment::Environment;
-use crate::session::{Ending, Session};
+use crate::session::Ending;
 use crate::wire::OutgoingMessage;
-
-/// The version of Claude Code's surface pirn implements, reported as
-/// `claude_code_version` (the SDKs compare it with their minimum, 2.0.0).
-pub const CLAUDE_CODE_VERSION: &str = "2.1.0";
 
 /// Serves Claude Code's surface for `argv` (the arguments after the
 /// program name, or after `run`); returns the exit code: 0, 2 for a
@@ -142,43 +139,6 @@ pub async fn main(argv: Vec<String>) -> i32 {
         init_answer: None,
     };
     surface.run(rx, sdk_rx, args.input_format).await
-}
-
-/// The process's state.
-struct Surface {
-    output: ClaudeOutputFormat,
-    partial: bool,
-    setup: ClaudeSetup,
-    env: Environment,
-    session: Option<Session>,
-    /// Turns under way, by pirn send id.
-    turns: HashMap<String, ClaudeTurn>,
-    /// Steers offered to a running turn, by their id (see [`turns`]).
-    steers: HashMap<String, ClaudeTurn>,
-    sends: u64,
-    /// `can_use_tool` requests asked: control request id → (pirn's
-    /// permission request id, the call's arguments).
-    asks: HashMap<String, (String, serde_json::Value)>,
-    /// `rewind_files` under way: pirn's rewind id → control request id.
-    rewinds: HashMap<String, String>,
-    /// `--replay-user-messages`: each prompt is echoed as a `user` message
-    /// with its uuid (the turn's send id, which `rewind_files` names).
-    replay: bool,
-    last: Option<ResultMsg>,
-    last_code: i32,
-    /// Where the session's calls into the SDK arrive (see [`control::SdkHooks`],
-    /// [`control::SdkMcp`]).
-    sdk_tx: mpsc::Sender<SdkCall>,
-    /// Control requests of those calls sent: their id → the reply.
-    sdk_calls: HashMap<String, tokio::sync::oneshot::Sender<Result<serde_json::Value, String>>>,
-    sdk_seq: u64,
-    /// The session is to be opened (by the loop, which keeps serving the
-    /// SDK meanwhile: its in-process MCP servers answer over stdin).
-    want_open: bool,
-    /// Prompts that came before the session was open, in order.
-    waiting: Vec<String>,
-    /// `initialize`'s request id and answer, sent once the session opened.
-    init_answer: Option<(String, serde_json::Value)>,
 }
 
 /// The next message of a session's outbox (pending before one opened).

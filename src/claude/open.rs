@@ -9,8 +9,8 @@
 
 use tokio::sync::mpsc;
 
-use super::Surface;
 use super::control::{SdkHooks, SdkMcp};
+use super::surface::Surface;
 use crate::config::Limits;
 use crate::hooks::callback::ClientHooks;
 use crate::session::{ClientSide, OUTBOX_CAPACITY, Session};

@@ -13,6 +13,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// The version of Claude Code's surface pirn implements, reported as
+/// `claude_code_version` (the SDKs compare it with their minimum, 2.0.0).
+pub const CLAUDE_CODE_VERSION: &str = "2.1.0";
+
 /// One line pirn writes on stdout.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

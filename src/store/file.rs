@@ -19,9 +19,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 use super::entry::{Body, NewEntry, Stored, json_str};
+use super::error::StoreError;
+use super::info::{Appended, SessionInfo};
 use super::lines::parse;
 pub use super::lines::title_of;
-use super::{Appended, SessionInfo, StoreError};
 
 /// How much of a log's head `list` reads to find the meta and first send.
 const HEAD_BYTES: u64 = 256 * 1024;

@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::backend::Store;
 use super::entry::{Body, NewEntry, now_ms};
-use super::{Store, StoreError};
+use super::error::StoreError;
 
 /// Most entries in one append.
 const BATCH: usize = 512;

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use super::StoreError;
 use super::entry::Stored;
+use super::error::StoreError;
 
 /// A listing's title: the first line of `message`, at most 80 characters.
 pub fn title_of(message: &str) -> String {

@@ -34,11 +34,17 @@ use tokio::sync::{OnceCell, broadcast};
 use tokio_postgres::NoTls;
 
 use super::entry::{Body, NewEntry, Stored, now_ms};
+use super::error::StoreError;
 use super::file::title_of;
-use super::{Appended, SessionInfo, StoreError};
+use super::info::{Appended, SessionInfo};
 
+mod client;
 pub mod lease;
 mod listen;
+
+pub use client::{DEFAULT_TIMEOUT, PgStore};
+use client::{pg, timed};
+pub use listen::RESYNC;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS pirn_sessions (
@@ -110,55 +116,6 @@ LANGUAGE sql AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint
 
 /// An arbitrary constant naming pirn's schema lock.
 const SCHEMA_LOCK: i64 = 0x7069_726e;
-/// The default bound of every store call (`PIRN_STORE_TIMEOUT_MS`): a
-/// database that does not answer fails the call (the journal then goes on
-/// in memory) instead of hanging it; also the server's statement_timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The session id of a broadcast that means "reload whatever you follow"
-/// (sent after the LISTEN connection was re-established).
-pub const RESYNC: &str = "";
-/// The NOTIFY channel.
-const CHANNEL: &str = "pirn_entries";
-
-/// See the module doc.
-pub struct PgStore {
-    pool: Pool,
-    /// Every call's client-side bound (also the server's statement_timeout).
-    timeout: Duration,
-    config: tokio_postgres::Config,
-    tenant: String,
-    /// This process's name in `owner` columns (`hostname:pid`).
-    owner: String,
-    watch: OnceCell<broadcast::Sender<Appended>>,
-    /// Set by a `pirn serve` host of a group (`--advertise-url`): its
-    /// claims are leases ([`lease`]).
-    lease: std::sync::OnceLock<lease::Lease>,
-}
-
-/// A database error with its SQLSTATE, found on `e` or its sources (a
-/// pool error wraps the driver's).
-fn pg<E: std::error::Error + 'static>(e: E) -> StoreError {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-    let mut code = None;
-    while let Some(err) = source {
-        if let Some(db) = err.downcast_ref::<tokio_postgres::Error>().and_then(|d| d.code()) {
-            code = Some(db.code().to_owned());
-            break;
-        }
-        source = err.source();
-    }
-    StoreError::Postgres { code, message: e.to_string() }
-}
-
-/// Runs one store call under the client-side timeout.
-async fn timed<T>(
-    op: &'static str,
-    after: Duration,
-    call: impl std::future::Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
-    tokio::time::timeout(after, call).await.unwrap_or(Err(StoreError::Timeout { op, after }))
-}
-
 impl PgStore {
     /// Connects to `url` and creates the schema if it is missing.
     pub async fn connect(url: &str, tenant: &str, timeout: Duration) -> Result<PgStore, StoreError> {

@@ -402,43 +402,12 @@ fn no_import_circles_between_top_level_modules() {
     );
 }
 
-/// The file circles still left (issue 72 goes on): a directory whose
-/// `mod.rs` and children import each other (mostly through its
-/// re-exports), and the most files such a circle holds today. A new
-/// circle, one that leaves its directory, or one that grows fails the
-/// test; lower these as circles are broken.
-const LEFT: [(&str, usize); 8] = [
-    ("src/wire/", 5),
-    ("src/tools/", 16),
-    ("src/store/", 7),
-    ("src/agent/", 22),
-    ("src/session/", 6),
-    ("src/acp/", 3),
-    ("src/claude/", 7),
-    ("src/transport/http/", 16),
-];
-
 #[test]
-fn no_import_circles_between_files_beyond_those_left() {
+fn no_import_circles_between_files() {
     let (g, edges) = graph();
     let names: Vec<String> = g.files.iter().map(|f| format!("src/{f}")).collect();
     let found = circles(&names, &edges.iter().map(|(&e, l)| (e, example(&g, e, l))).collect());
-    let comps: Vec<Vec<usize>> =
-        sccs(names.len(), &edges.keys().copied().collect()).into_iter().filter(|c| c.len() > 1).collect();
-    let beyond: Vec<&String> = comps
-        .iter()
-        .zip(&found)
-        .filter(|(c, _)| {
-            !LEFT.iter().any(|(dir, most)| c.len() <= *most && c.iter().all(|&f| names[f].starts_with(dir)))
-        })
-        .map(|(_, text)| text)
-        .collect();
-    eprintln!("{} file circle(s) left:\n{}", found.len(), found.concat());
-    assert!(
-        beyond.is_empty(),
-        "import circle(s) between files beyond those left:\n{}",
-        beyond.iter().map(|s| s.as_str()).collect::<String>()
-    );
+    assert!(found.is_empty(), "import circle(s) between files:\n{}", found.concat());
 }
 
 #[test]

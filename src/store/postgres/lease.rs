@@ -17,19 +17,11 @@
 //!   no longer finds were taken over, and the host closes them.
 //! - Times are the database's (`pirn_now_ms()`), so host clocks need not agree.
 
-use super::{PgStore, pg, timed};
-use crate::store::StoreError;
+pub use super::client::Lease;
+use super::client::{PgStore, pg, timed};
 use crate::store::entry::now_ms;
+use crate::store::error::StoreError;
 use crate::wire::http::group::{GroupHost, SessionLease};
-
-/// What a group host claims with.
-#[derive(Debug, Clone)]
-pub struct Lease {
-    /// How peers reach this host (`--advertise-url`), e.g. `http://10.0.0.5:3923`.
-    pub url: String,
-    /// How long a claim or renewal holds the session, in ms (`--lease-secs`).
-    pub duration_ms: u64,
-}
 
 /// Who owns a session now.
 #[derive(Debug, Clone, PartialEq, Eq)]

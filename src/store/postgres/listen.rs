@@ -10,8 +10,13 @@ use futures_util::StreamExt;
 use tokio::sync::broadcast;
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use super::{CHANNEL, RESYNC};
-use crate::store::Appended;
+use crate::store::info::Appended;
+
+/// The session id of a broadcast that means "reload whatever you follow"
+/// (sent after the LISTEN connection was re-established).
+pub const RESYNC: &str = "";
+/// The NOTIFY channel.
+const CHANNEL: &str = "pirn_entries";
 
 /// Runs LISTEN for the life of the process, reconnecting when the
 /// connection drops. `ready` fires once LISTEN is first in force; after a

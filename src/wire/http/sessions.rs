@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::wire::{Decision, InitConfig, SendOptions};
+use crate::wire::request::{Decision, InitConfig, SendOptions};
 
 /// `GET /health`: the daemon is up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
