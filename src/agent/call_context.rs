@@ -18,7 +18,7 @@ use crate::tools::ToolContext;
 /// The send loop ([`crate::agent::run`], boxed), as a `task` call runs a
 /// child send with it: config, permissions, conversation, statistics,
 /// emitter, message, options. Handed down from the loop (in
-/// [`crate::agent::cx::SendCx`], then here) rather than named by the call
+/// [`crate::agent::send_state::SendState`], then here) rather than named by the call
 /// path, so the files a send drives do not import the loop that drives
 /// them.
 pub type SendLoop = for<'a> fn(

@@ -23,7 +23,6 @@
 pub mod batch;
 pub mod budget;
 pub mod call_context;
-mod cx;
 mod diff;
 pub mod emit;
 pub mod facts;
@@ -38,6 +37,7 @@ pub mod request;
 mod request_reading;
 pub mod round;
 pub mod send_spec;
+mod send_state;
 mod stats;
 pub mod steer;
 pub mod structured;
@@ -66,9 +66,9 @@ use crate::conversation::Conversation;
 use crate::tools;
 use crate::wire::{EditFormat, ErrorCode, ErrorEnvelope, Event};
 use budget::{BudgetCall, BudgetPoint};
-use cx::SendCx;
 use gates::Review;
 use gates::verdict::Answer;
+use send_state::SendState;
 use turn::TurnStep;
 
 /// Runs one send to its end. `conv` already holds the earlier turns.
@@ -98,9 +98,10 @@ pub async fn run(
         Some(output) => conv.push_user(&format!("{message}{}", output.instruction())),
         None => conv.push_user(message),
     }
-    let mut cx = SendCx::new(config, permissions, emit, conv, stats, spec, message, run_boxed);
+    let mut cx = SendState::new(config, permissions, emit, conv, stats, spec, message, run_boxed);
     if config.edit_format == EditFormat::Whole
-        && let Some(note) = config.file_block_target.as_deref().and_then(|t| tools::whole::chat_file_note(&cx.tools, t))
+        && let Some(note) =
+            config.file_block_target.as_deref().and_then(|t| tools::whole_file::chat_file_note(&cx.tools, t))
     {
         // The file in the chat, as it is now, after the request (the
         // model has no tool to read it with).
@@ -160,7 +161,7 @@ fn run_boxed<'a>(
 /// operator's `UserPromptSubmit` hooks as a send's message does (a hook
 /// that refuses it leaves it out, with its reason in pirn's log), then joins
 /// the conversation as a user message; the send works again with tools.
-async fn steer(cx: &mut SendCx<'_>) {
+async fn steer(cx: &mut SendState<'_>) {
     for (id, text) in cx.spec.steering.take() {
         let hook = crate::hooks::user_prompt_submit(&cx.config.hook_scope(), cx.emit, &text).await;
         if let Some(reason) = hook.block.as_ref().or(hook.stop.as_ref()) {
@@ -182,14 +183,14 @@ async fn steer(cx: &mut SendCx<'_>) {
 
 /// True when another model call fits the send's limits (a steer may still
 /// be read).
-fn room(cx: &SendCx<'_>) -> bool {
+fn room(cx: &SendState<'_>) -> bool {
     cx.stats.iterations < cx.config.max_iterations && cx.spec.meter.at(BudgetPoint::BeforeCall, false) == BudgetCall::Go
 }
 
 /// The limits checked before each model call: a spent token budget, and
 /// `max_iterations` (where a send that changed files ends `ok` when the
 /// operator's check now passes). `Some` when the send ends here.
-async fn limits(cx: &mut SendCx<'_>) -> Option<Outcome> {
+async fn limits(cx: &mut SendState<'_>) -> Option<Outcome> {
     if cx.spec.meter.at(BudgetPoint::BeforeCall, false) == BudgetCall::End {
         let answer = Some(std::mem::take(&mut cx.last_text)).filter(|t| !t.trim().is_empty());
         let error = cx.spec.meter.exceeded();

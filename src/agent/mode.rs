@@ -5,7 +5,7 @@
 //! kept (`wrap_up`, `cycle_stop`, `budget_stop`, `structured`): each is one
 //! variant here, so no two can disagree. And [`after_round`], the one place
 //! a tool round's facts choose the next mode (the gates choose it for an
-//! answer they send back, `SendCx::again`; a steer returns a wrap-up other
+//! answer they send back, `SendState::again`; a steer returns a wrap-up other
 //! than the budget's or a second cycle to work).
 
 /// What the next request asks of the model.
@@ -26,7 +26,7 @@ pub enum Mode {
     /// check failed after an answer that changed nothing (the `Verify`
     /// gate); or, in a checked send with nothing written, it asked again
     /// for a result it had (`round`). An answer a gate sends back this way
-    /// is left out of the history (`SendCx::again`). Work again after that
+    /// is left out of the history (`SendState::again`). Work again after that
     /// round. A provider may not hold the model to it (llama.cpp only
     /// forbids ending without a call).
     Act,

@@ -11,9 +11,9 @@
 
 use serde_json::{Value, json};
 
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::agent::outcome::side_call;
+use crate::agent::send_state::SendState;
 
 /// The longest text shown to a reading call, in bytes: a longer one is
 /// shown as its first and last `MAX_SHOWN_BYTES / 2` bytes around a
@@ -28,7 +28,7 @@ pub const MAX_SHOWN_BYTES: usize = 4000;
 /// (a provider that does not hold the model to `tool_choice: "required"`;
 /// not a wrap-up), no `output_schema`, token budget not spent, the fact
 /// gates on.
-pub(super) fn quiet(cx: &SendCx<'_>) -> bool {
+pub(super) fn quiet(cx: &SendState<'_>) -> bool {
     let can_write = cx.config.tools.iter().any(|t| crate::tools::writes_text(t));
     let facts = &cx.facts;
     cx.checks
@@ -59,7 +59,7 @@ pub(super) struct Ask {
 /// `Some(b)` when it answered `{"<key>": b}`; `None` when the call failed
 /// or its answer was not that JSON (a reading that cannot be had lets the
 /// answer through).
-pub(super) async fn yes_no(cx: &mut SendCx<'_>, ask: Ask, text: &str) -> Option<bool> {
+pub(super) async fn yes_no(cx: &mut SendState<'_>, ask: Ask, text: &str) -> Option<bool> {
     let mut body = request(&cx.config.model, cx.config.temperature, ask, text);
     if cx.conv.budget.no_response_format
         && let Some(o) = body.as_object_mut()

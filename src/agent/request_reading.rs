@@ -15,8 +15,8 @@
 //! why and asks for the answer in words, with any change it needs
 //! described). pirn reads no word of the request itself.
 
-use crate::agent::cx::{RequestReading, SendCx};
 use crate::agent::reading::{Ask, yes_no};
+use crate::agent::send_state::{RequestReading, SendState};
 
 /// The reading: the request alone, asked whether it asks for a change.
 const ASK: Ask = Ask {
@@ -66,7 +66,7 @@ fn held_note(tool: &str) -> String {
 /// change. Every such write of the send is held: a
 /// model that repeats the call is answered the same, and its loop ends as
 /// any other.
-pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
+pub async fn hold_write(cx: &mut SendState<'_>, tool: &str) -> Option<String> {
     let off = !cx.config.write_check || !cx.checks || cx.verifier.is_some();
     if off || !crate::tools::writes_text(tool) || cx.facts.wrote() {
         return None;
@@ -76,7 +76,7 @@ pub async fn hold_write(cx: &mut SendCx<'_>, tool: &str) -> Option<String> {
 
 /// The send's reading of its request, made by the first caller (one side
 /// call); later callers, and callers after a failed reading, get the same.
-pub(super) async fn read_request(cx: &mut SendCx<'_>) -> RequestReading {
+pub(super) async fn read_request(cx: &mut SendState<'_>) -> RequestReading {
     if cx.reading == RequestReading::NotYet {
         let request = cx.request;
         cx.reading = match yes_no(cx, ASK, request).await {

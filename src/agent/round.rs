@@ -18,11 +18,11 @@
 
 use super::budget::{BudgetCall, BudgetPoint};
 use super::call_context::CallContext;
-use super::cx::SendCx;
 use super::facts::{CallOutcome, PastCall};
 use super::mode::{self, Mode, RoundFacts, RoundNote, WrapUp};
 use super::outcome::{Outcome, fail};
 use super::request_reading::hold_write;
+use super::send_state::SendState;
 use super::tool_call;
 use super::{batch, budget, loop_guard};
 use crate::context;
@@ -34,7 +34,7 @@ use crate::wire::{ErrorCode, ErrorEnvelope};
 const REPEAT_NOT_RUN: &str = "Not run: the same call as in your previous answers; its result has not changed.";
 
 /// Runs the round of `turn`; `Some` when the send ends here.
-pub async fn run(cx: &mut SendCx<'_>, turn: batch::Turn) -> Option<Outcome> {
+pub async fn run(cx: &mut SendState<'_>, turn: batch::Turn) -> Option<Outcome> {
     // After a wrap-up request the calls are not run (a server may still
     // send some): that is the loop going on.
     if cx.mode.no_tools() || cx.guard.is_loop(&turn.run, turn.most_copies) {
@@ -115,7 +115,12 @@ pub fn repeats_a_look(previous: &[PastCall], signatures: &[String]) -> bool {
 /// a loop, since its result is the message just before (showing it again
 /// cost up to 2,000 bytes of prompt and changed no answer measured).
 /// Returns each call's (signature, result).
-async fn run_calls(cx: &mut SendCx<'_>, turn: &batch::Turn, signatures: &[String], looks_again: bool) -> Vec<PastCall> {
+async fn run_calls(
+    cx: &mut SendState<'_>,
+    turn: &batch::Turn,
+    signatures: &[String],
+    looks_again: bool,
+) -> Vec<PastCall> {
     let last = turn.run.len().saturating_sub(1);
     let mut results = Vec::with_capacity(turn.run.len());
     let mut outcomes = Vec::with_capacity(turn.run.len());

@@ -12,9 +12,9 @@
 //! the errors that end the send. Returns a [`TurnStep`]; decides nothing about the answer.
 
 use super::budget::{BudgetCall, BudgetPoint};
-use super::cx::SendCx;
 use super::mode::Mode;
 use super::outcome::{Outcome, Shown, call_model, fail};
+use super::send_state::SendState;
 use super::{batch, fit, request, structured};
 use crate::context;
 use crate::model::{Completion, ToolCall};
@@ -44,7 +44,7 @@ const UNREADABLE_NOTE: &str = "Your last answer could not be read: its tool call
      server rejected it). Answer again with one tool call whose arguments are one JSON object, or in plain text.";
 
 /// Makes one model call in `cx.mode`.
-pub async fn next(cx: &mut SendCx<'_>) -> TurnStep {
+pub async fn next(cx: &mut SendState<'_>) -> TurnStep {
     let (config, emit) = (cx.config, cx.emit);
     // A first request small enough for any window goes out without asking
     // the server for its window (a mock that counts requests sees the chat
@@ -197,7 +197,7 @@ fn file_block_calls(config: &crate::config::SessionConfig, completion: &mut Comp
 /// accepts both may hold the whole answer to the schema's grammar, so the
 /// model cannot call a tool at all (llama.cpp does: with xllamacpp
 /// 2026.10.11549 a schema send's model answered from nothing, in one call).
-fn response_format(cx: &SendCx<'_>) -> Option<serde_json::Value> {
+fn response_format(cx: &SendState<'_>) -> Option<serde_json::Value> {
     let output = cx.spec.output.as_ref()?;
     let tools_offered = !cx.mode.no_tools() && !cx.config.tool_specs().is_empty();
     (!tools_offered && !cx.conv.budget.no_response_format).then(|| output.response_format())

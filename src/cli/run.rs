@@ -206,7 +206,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         model: args.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
         system_prompt: args.system_prompt.unwrap_or_else(|| match args.edit_format {
             EditFormatArg::ToolCalls => DEFAULT_SYSTEM_PROMPT.to_owned(),
-            EditFormatArg::Whole => pirn::tools::whole::SYSTEM_PROMPT.to_owned(),
+            EditFormatArg::Whole => pirn::tools::whole_file::SYSTEM_PROMPT.to_owned(),
         }),
         tools: args.tools.into_iter().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect(),
         max_iterations: Some(args.max_iterations),

@@ -169,7 +169,7 @@ impl SessionConfig {
             .filter(|t| file_blocks && !t.trim().is_empty())
             .map(|t| t.trim().to_owned());
         if edit_format == EditFormat::Whole {
-            base.push_str(&crate::tools::whole::instructions(file_block_target.as_deref()));
+            base.push_str(&crate::tools::whole_file::instructions(file_block_target.as_deref()));
         } else if file_blocks {
             base.push_str(&crate::tools::file_blocks::instructions(file_block_target.as_deref()));
         }

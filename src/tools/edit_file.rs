@@ -87,7 +87,8 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     let content = match read_text(ctx, &target) {
         Ok(c) => c,
         Err(e) if !target.exists() => {
-            let elsewhere = tolerant.then(|| super::elsewhere::note(ctx, &path, &args.old_string, &args.new_string));
+            let elsewhere =
+                tolerant.then(|| super::find_in_files::note(ctx, &path, &args.old_string, &args.new_string));
             return match elsewhere.flatten() {
                 Some(there) => {
                     let message = format!("{shown}: {e}. {}", there.text);

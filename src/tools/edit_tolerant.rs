@@ -96,7 +96,7 @@ pub(super) fn miss(ctx: &ToolContext, old_string: &str, new_string: &str, e: &Ed
         return if e.new.trim().is_empty() { made_already(path, message) } else { fail(message) };
     }
     // Another file holds the text as written: the model guessed the file.
-    if let Some(there) = super::elsewhere::note(ctx, &path, old_string, new_string) {
+    if let Some(there) = super::find_in_files::note(ctx, &path, old_string, new_string) {
         let message = format!("{shown}: old_string not found, and nothing was written. {}", there.text);
         return match there.made_in {
             Some(made_in) => made_already(made_in, message),

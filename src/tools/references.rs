@@ -215,7 +215,7 @@ pub fn find_uses_in(
 /// it is not empty) and its text, in walk order: at most [`MAX_FILES`]
 /// regular files of at most [`MAX_FILE_BYTES`], `.gitignore` honoured,
 /// hidden files skipped, each opened without following a symlink; stops
-/// early when `cancelled` says so. Shared with [`super::elsewhere`].
+/// early when `cancelled` says so. Shared with [`super::find_in_files`].
 pub(super) fn walk_texts(
     root: &Path,
     scope: &[PathBuf],

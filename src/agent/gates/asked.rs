@@ -36,10 +36,10 @@
 
 use super::order::Gate;
 use super::verdict::Verdict;
-use crate::agent::cx::{RequestReading, SendCx};
 use crate::agent::mode::Mode;
 use crate::agent::reading::quiet;
 use crate::agent::request_reading::read_request;
+use crate::agent::send_state::{RequestReading, SendState};
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
 /// What the model is told when it reads the request as asking for a change.
@@ -47,7 +47,7 @@ pub const NOTE: &str = "No file has changed in this send, so your last answer is
      the files yet. If the request asks for a change to files, call edit_file or write_file now to make it. If it \
      asks only for information, call read_file or grep for what you need, then answer.";
 
-pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
+pub(super) async fn review(cx: &mut SendState<'_>) -> Verdict {
     // A write held back was an attempt at a change: the `HeldBack` gate
     // speaks to it.
     if !cx.config.request_check || !quiet(cx) || !cx.facts.held_back.is_empty() {

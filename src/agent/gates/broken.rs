@@ -10,11 +10,11 @@
 
 use super::order::Gate;
 use super::verdict::Verdict;
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::send_state::SendState;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
-pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
+pub(super) async fn review(cx: &mut SendState<'_>) -> Verdict {
     if !cx.checks || !cx.config.profile.parse_check || !cx.facts.wrote() {
         return Verdict::Pass;
     }

@@ -6,10 +6,10 @@
 
 use super::verdict::{Answer, Verdict, said};
 use crate::agent::budget::{BudgetCall, BudgetPoint};
-use crate::agent::cx::SendCx;
 use crate::agent::mode::{Mode, WrapUp};
+use crate::agent::send_state::SendState;
 
-pub(super) fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
+pub(super) fn review(cx: &mut SendState<'_>, answer: &Answer) -> Verdict {
     let wrapping_up = cx.mode == Mode::WrapUp(WrapUp::Budget);
     if cx.spec.meter.at(BudgetPoint::WrapUpAnswer, wrapping_up) != BudgetCall::End {
         return Verdict::Pass;

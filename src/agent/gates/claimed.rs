@@ -21,9 +21,9 @@
 
 use super::order::Gate;
 use super::verdict::Verdict;
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
 use crate::agent::reading::{Ask, quiet, yes_no};
+use crate::agent::send_state::SendState;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
 /// What the model is told when its answer reports a change that is not on
@@ -45,7 +45,7 @@ const ASK: Ask = Ask {
     examples: &[],
 };
 
-pub(super) async fn review(cx: &mut SendCx<'_>, answer: &str) -> Verdict {
+pub(super) async fn review(cx: &mut SendState<'_>, answer: &str) -> Verdict {
     if !cx.config.claim_check || !quiet(cx) || answer.trim().is_empty() {
         return Verdict::Pass;
     }

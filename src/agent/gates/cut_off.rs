@@ -12,12 +12,12 @@
 //! miss it may still make good; else end the send `provider_error`.
 
 use super::verdict::{Answer, Verdict};
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::send_state::SendState;
 use crate::agent::structured;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
-pub(super) fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
+pub(super) fn review(cx: &mut SendState<'_>, answer: &Answer) -> Verdict {
     if !answer.cut_off {
         return Verdict::Pass;
     }

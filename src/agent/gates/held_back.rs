@@ -12,11 +12,11 @@
 
 use super::order::Gate;
 use super::verdict::Verdict;
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::send_state::SendState;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
-pub(super) fn review(cx: &mut SendCx<'_>) -> Verdict {
+pub(super) fn review(cx: &mut SendState<'_>) -> Verdict {
     if !cx.checks || cx.facts.held_back.is_empty() {
         return Verdict::Pass;
     }

@@ -8,11 +8,11 @@
 //! only when what it reports is on disk.
 
 use super::verdict::Verdict;
-use crate::agent::cx::SendCx;
+use crate::agent::send_state::SendState;
 use crate::tools::{content_hash, read_file::MAX_FILE_BYTES};
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
-pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
+pub(super) async fn review(cx: &mut SendState<'_>) -> Verdict {
     let expected: Vec<(std::path::PathBuf, u64)> = cx
         .facts
         .changed

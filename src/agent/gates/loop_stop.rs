@@ -9,15 +9,15 @@
 //! later gates (the files on disk, the operator's check) decide.
 
 use super::verdict::{Answer, Verdict, said};
-use crate::agent::cx::SendCx;
 use crate::agent::mode::{Mode, WrapUp};
+use crate::agent::send_state::SendState;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
 /// Why a send ends when the wrap-up answer is a tool call written out.
 const NO_ANSWER: &str =
     "the model kept calling tools and, asked for its answer, wrote out another tool call instead of answering";
 
-pub(super) fn review(cx: &mut SendCx<'_>, answer: &mut Answer) -> Verdict {
+pub(super) fn review(cx: &mut SendState<'_>, answer: &mut Answer) -> Verdict {
     if !cx.mode.is_wrap_up() {
         return Verdict::Pass;
     }

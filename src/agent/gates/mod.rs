@@ -36,7 +36,7 @@
 //! | status / code | trigger | where |
 //! |---|---|---|
 //! | `ok` | an answer every gate let through (plan mode: `plan_complete` first) | `agent::run` |
-//! | `ok` | the operator's check passes at a limit the send reached (iterations, context window) after it changed files | `agent::cx::SendCx::checked_anyway` |
+//! | `ok` | the operator's check passes at a limit the send reached (iterations, context window) after it changed files | `agent::send_state::SendState::checked_anyway` |
 //! | `ok` | a `compact` request: compacted, or nothing to compact | `agent::fit::compact_now` |
 //! | `budget_exceeded` | the token or cost budget is spent: before a model call, or by the call whose tool calls would run next, or a wrap-up that called tools (each decided by `budget::Meter::at`, whose table lists them) | `agent::limits`, `agent::turn`, `agent::round` |
 //! | `max_iterations` | no model call left | `agent::limits` |
@@ -66,14 +66,14 @@ mod verify;
 pub use order::{Gate, ORDER};
 pub use verdict::{Answer, Verdict};
 
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::send_state::SendState;
 use crate::wire::ErrorEnvelope;
 use verdict::said;
 
 impl Gate {
     /// This gate's verdict on `answer`.
-    pub async fn review(self, cx: &mut SendCx<'_>, answer: &mut Answer) -> Verdict {
+    pub async fn review(self, cx: &mut SendState<'_>, answer: &mut Answer) -> Verdict {
         match self {
             Gate::CutOff => cut_off::review(cx, answer),
             Gate::BudgetStop => budget_stop::review(cx, answer),
@@ -103,7 +103,7 @@ pub enum Review {
 
 /// Runs `answer` through the gates in [`ORDER`]; the first that does not
 /// let it pass decides.
-pub async fn review(cx: &mut SendCx<'_>, mut answer: Answer) -> Review {
+pub async fn review(cx: &mut SendState<'_>, mut answer: Answer) -> Review {
     for gate in ORDER {
         let verdict = gate.review(cx, &mut answer).await;
         if !matches!(verdict, Verdict::Pass) {

@@ -3,7 +3,7 @@
 //!
 //! Owns: [`Gate`] (one variant per gate, each gate in its own file; a
 //! gate's verdict is `Gate::review`, in `gates/mod.rs`) and [`ORDER`].
-//! Names nothing else, so the send's state ([`crate::agent::cx::SendCx`],
+//! Names nothing else, so the send's state ([`crate::agent::send_state::SendState`],
 //! which records the gates that already sent the model back) can hold a
 //! [`Gate`] without importing the gates themselves.
 

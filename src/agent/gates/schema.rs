@@ -7,11 +7,11 @@
 //! the send `output_invalid`.
 
 use super::verdict::{Answer, Verdict};
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::send_state::SendState;
 use crate::agent::structured;
 
-pub(super) fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
+pub(super) fn review(cx: &mut SendState<'_>, answer: &Answer) -> Verdict {
     let Some(output) = cx.spec.output.as_mut() else { return Verdict::Pass };
     match output.check(&answer.text) {
         Ok(value) => {

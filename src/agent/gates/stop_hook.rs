@@ -7,10 +7,10 @@
 //! send would otherwise end with.
 
 use super::verdict::{Answer, Verdict};
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::send_state::SendState;
 
-pub(super) async fn review(cx: &mut SendCx<'_>, answer: &Answer) -> Verdict {
+pub(super) async fn review(cx: &mut SendState<'_>, answer: &Answer) -> Verdict {
     match crate::hooks::on_stop(&cx.config.hook_scope(), cx.emit, &mut cx.stats.stop_hook_active, &answer.text).await {
         Some(note) => Verdict::Again { note, mode: Mode::Work },
         None => Verdict::Pass,

@@ -15,11 +15,11 @@
 //! failing check pass.
 
 use super::verdict::Verdict;
-use crate::agent::cx::SendCx;
 use crate::agent::mode::Mode;
+use crate::agent::send_state::SendState;
 use crate::agent::verify::Checked;
 
-pub(super) async fn review(cx: &mut SendCx<'_>) -> Verdict {
+pub(super) async fn review(cx: &mut SendState<'_>) -> Verdict {
     if cx.verified {
         return Verdict::Pass;
     }

@@ -2,10 +2,10 @@
 //! conversation, budgets, emitter) and what it has learned (facts, mode,
 //! loop history, recoveries).
 //!
-//! Owns: [`SendCx`], built once per send by [`SendCx::new`], and the small
-//! rules that act on it as a whole: [`SendCx::again`] (a gate sends the
-//! model back), [`SendCx::checked_anyway`] (a send stopped at a limit ends
-//! `ok` when the operator's check passes) and [`SendCx::shown`] (a path as
+//! Owns: [`SendState`], built once per send by [`SendState::new`], and the small
+//! rules that act on it as a whole: [`SendState::again`] (a gate sends the
+//! model back), [`SendState::checked_anyway`] (a send stopped at a limit ends
+//! `ok` when the operator's check passes) and [`SendState::shown`] (a path as
 //! the model sees it); and [`RequestReading`], the model's reading of the
 //! request it keeps once made (made by `request_reading`).
 
@@ -26,7 +26,7 @@ use crate::conversation::Conversation;
 use crate::tools::ToolContext;
 
 /// Everything one send's loop works with.
-pub struct SendCx<'a> {
+pub struct SendState<'a> {
     pub config: &'a SessionConfig,
     pub permissions: &'a PermissionBroker,
     pub emit: &'a Emitter,
@@ -68,7 +68,7 @@ pub struct SendCx<'a> {
 
 /// However the loop ends (an outcome, an error, or its future dropped on
 /// cancel), the send's statistics get the files it changed.
-impl Drop for SendCx<'_> {
+impl Drop for SendState<'_> {
     fn drop(&mut self) {
         self.stats.files_changed = self.facts.changed.keys().map(|p| self.tools.display(p)).collect();
         let touched = &self.facts.touched_since;
@@ -77,7 +77,7 @@ impl Drop for SendCx<'_> {
     }
 }
 
-impl<'a> SendCx<'a> {
+impl<'a> SendState<'a> {
     /// The context of a send of `request`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -89,7 +89,7 @@ impl<'a> SendCx<'a> {
         spec: &'a mut SendSpec,
         request: &'a str,
         send_loop: SendLoop,
-    ) -> SendCx<'a> {
+    ) -> SendState<'a> {
         let mut tools = ToolContext::new(config.workspace.clone(), config.allowed_paths.clone(), spec.cancel.clone());
         tools.read_files = Some(conv.read_files.clone());
         tools.sandbox = config.sandbox.clone();
@@ -108,7 +108,7 @@ impl<'a> SendCx<'a> {
         }
         let plan = config.policy.mode == ApprovalMode::Plan;
         let verifier = if plan { None } else { Verifier::for_send(config, spec.verify_command.as_deref()) };
-        SendCx {
+        SendState {
             config,
             permissions,
             emit,
