@@ -402,6 +402,43 @@ fn no_import_circles_between_top_level_modules() {
     );
 }
 
+/// The layers of ARCHITECTURE.md, top first (`main.rs` and `lib.rs` stand
+/// above them all). The modules "around" them there (config, environment,
+/// sandbox, mcp, checkpoint, worktree, cassette, terminal, conform and the
+/// leaves) are used by several layers and have no rank of their own.
+const LAYERS: [&[&str]; 6] = [
+    &["cli"],
+    &["transport", "acp", "claude", "codex"],
+    &["session"],
+    &["agent"],
+    &["conversation", "tools", "approval", "model", "context", "hooks", "telemetry"],
+    &["wire", "store"],
+];
+
+#[test]
+fn layers_point_one_way() {
+    let (g, file_edges) = graph();
+    let rank = |f: &str| LAYERS.iter().position(|l| l.contains(&top(f).as_str()));
+    let mut up = BTreeMap::<(String, String), (usize, String)>::new();
+    for (&(a, b), lines) in &file_edges {
+        if let (Some(ra), Some(rb)) = (rank(&g.files[a]), rank(&g.files[b]))
+            && rb < ra
+        {
+            let e = up.entry((top(&g.files[a]), top(&g.files[b]))).or_insert((0, example(&g, (a, b), lines).1));
+            e.0 += lines.len();
+        }
+    }
+    let text: String = up.iter().map(|((a, b), (n, e))| format!("  {a} → {b} ({n} refs, e.g. {e})\n")).collect();
+    assert!(up.is_empty(), "imports from a lower layer to a higher one:\n{text}");
+    // `wire` names nothing else of pirn.
+    let wire_out: Vec<String> = file_edges
+        .iter()
+        .filter(|((a, b), _)| top(&g.files[*a]) == "wire" && top(&g.files[*b]) != "wire")
+        .map(|(&e, lines)| example(&g, e, lines).1)
+        .collect();
+    assert!(wire_out.is_empty(), "wire imports other modules:\n  {}", wire_out.join("\n  "));
+}
+
 #[test]
 fn no_import_circles_between_files() {
     let (g, edges) = graph();
