@@ -150,6 +150,24 @@ impl Environment {
     }
 }
 
+/// The model a session asks for when its client names none: `given`, else
+/// `PIRN_MODEL` (empty counts as unset), else `"local"` (a name any
+/// single-model local server takes). `pirn run`, `pirn exec`, `pirn acp`,
+/// the Claude surface and `pirn serve`'s facades all resolve it here.
+pub fn model_or_default(given: Option<String>) -> String {
+    model_from(given, &|k| std::env::var(k).ok())
+}
+
+fn model_from(given: Option<String>, get: &dyn Fn(&str) -> Option<String>) -> String {
+    given.or_else(|| get("PIRN_MODEL").filter(|m| !m.trim().is_empty())).unwrap_or_else(|| "local".to_owned())
+}
+
+/// `TRACEPARENT`: the W3C trace parent a parent process hands its children
+/// (empty counts as unset); a send's spans join that trace.
+pub fn traceparent() -> Option<String> {
+    std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +185,14 @@ mod tests {
         let huge = env(&[("PIRN_HEARTBEAT_INTERVAL", "18446744073709551615")]);
         assert_eq!(huge.heartbeat(), MAX_HEARTBEAT);
         assert!(!format!("{:?}", env(&[("PIRN_API_KEY", "sk-secret")])).contains("sk-secret"));
+    }
+
+    #[test]
+    fn the_model_is_the_clients_else_pirn_model_else_local() {
+        let set = |v: &'static str| move |k: &str| (k == "PIRN_MODEL").then(|| v.to_owned());
+        assert_eq!(model_from(Some("m".into()), &set("e")), "m");
+        assert_eq!(model_from(None, &set("e")), "e");
+        assert_eq!(model_from(None, &set(" ")), "local");
+        assert_eq!(model_from(None, &|_| None), "local");
     }
 }

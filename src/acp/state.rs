@@ -60,7 +60,7 @@ impl Acp {
     pub fn config(&self, cwd: &std::path::Path, mcp: &[McpServer], resume: Option<&str>) -> InitConfig {
         let o = &self.options;
         InitConfig {
-            model: o.model.clone().or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
+            model: crate::environment::model_or_default(o.model.clone()),
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
             tools: crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect(),
             max_iterations: o.max_iterations,

@@ -94,7 +94,7 @@ impl ClaudeSetup {
             agents,
             task_tool: a.task_tool(),
             forward_subagent_text: false,
-            model: a.model.clone().or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
+            model: crate::environment::model_or_default(a.model.clone()),
             system_prompt: a.system_prompt.clone().filter(|s| !s.is_empty()),
             append_system_prompt: a.append_system_prompt.clone().filter(|s| !s.is_empty()),
             tools: a.tool_set()?,
@@ -118,7 +118,7 @@ impl ClaudeSetup {
             profile: settings.and_then(|s| s.profile),
             max_cost_usd: a.max_budget_usd,
             fallback_model: a.fallback_model.clone(),
-            traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
+            traceparent: crate::environment::traceparent(),
         })
     }
 

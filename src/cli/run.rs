@@ -203,7 +203,7 @@ enum OutputFormat {
 /// flags, runs the send, and exits with its code.
 pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
     let config = InitConfig {
-        model: args.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
+        model: pirn::environment::model_or_default(args.model),
         system_prompt: args.system_prompt.unwrap_or_else(|| match args.edit_format {
             EditFormatArg::ToolCalls => DEFAULT_SYSTEM_PROMPT.to_owned(),
             EditFormatArg::Whole => pirn::tools::whole_file::SYSTEM_PROMPT.to_owned(),
@@ -234,7 +234,7 @@ pub fn main(args: RunArgs, log: Option<LogGuard>) -> ! {
         env_passthrough: (!args.env_passthrough.is_empty()).then_some(args.env_passthrough),
         max_cost_usd: args.max_budget_usd,
         hooks: args.settings,
-        traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
+        traceparent: pirn::environment::traceparent(),
         prices: args.prices,
         fallback_model: args.fallback_model,
         ..InitConfig::default()

@@ -283,7 +283,7 @@ impl ExecArgs {
             &["read_file", "glob", "grep", "bash"]
         };
         let config = InitConfig {
-            model: model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".to_owned()),
+            model: crate::environment::model_or_default(model),
             system_prompt: crate::config::DEFAULT_SYSTEM_PROMPT.to_owned(),
             tools: tools.iter().map(|t| (*t).to_owned()).collect(),
             cwd: Some(cwd.to_string_lossy().into_owned()),
@@ -294,7 +294,7 @@ impl ExecArgs {
             approval_mode: Some(ApprovalMode::FullAuto),
             allowed_paths: Some(self.add_dir.iter().map(|d| d.to_string_lossy().into_owned()).collect())
                 .filter(|d: &Vec<String>| !d.is_empty()),
-            traceparent: std::env::var("TRACEPARENT").ok().filter(|t| !t.trim().is_empty()),
+            traceparent: crate::environment::traceparent(),
             ..InitConfig::default()
         };
         Ok(CodexSetup {

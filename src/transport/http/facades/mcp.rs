@@ -122,7 +122,7 @@ impl ServerHandler for PirnMcp {
                 let a: McpRunArgs = serde_json::from_value(args).map_err(bad)?;
                 let all = || crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
                 let config = InitConfig {
-                    model: a.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".into()),
+                    model: crate::environment::model_or_default(a.model),
                     system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
                     tools: a.tools.unwrap_or_else(all),
                     cwd: a.cwd,

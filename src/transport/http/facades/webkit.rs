@@ -82,7 +82,7 @@ pub async fn create(State(app): State<Arc<App>>, body: Body) -> Result<Json<Sess
     };
     let all = || crate::tools::ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
     let config = InitConfig {
-        model: body.model.or_else(|| std::env::var("PIRN_MODEL").ok()).unwrap_or_else(|| "local".into()),
+        model: crate::environment::model_or_default(body.model),
         system_prompt: body.system_prompt.unwrap_or_else(|| crate::config::DEFAULT_SYSTEM_PROMPT.to_owned()),
         tools: body.tools.unwrap_or_else(all),
         cwd: body.cwd,
