@@ -1,8 +1,8 @@
 //! Every message of the heddle headless protocol (0.2.0) as Rust types, and
 //! the decoder that turns one stdin line into a [`Request`].
 //!
-//! Owns: the JSON shapes only ([`request`] and the operator settings of
-//! [`policy`] in, [`outgoing`] and [`result`] out, with the pieces both
+//! Owns: the JSON shapes only ([`request`], the session settings of
+//! [`init_config`] and the operator settings of [`policy`] in, [`outgoing`] and [`result`] out, with the pieces both
 //! carry: [`correlation`], [`usage`], [`error`]), the request decoder, the
 //! version check ([`version`]) and the `event_seq` [`Sequencer`]. Each child
 //! imports what it uses from the file that defines it; this file only
@@ -27,6 +27,7 @@ pub mod claude_names;
 mod correlation;
 mod error;
 pub mod http;
+mod init_config;
 mod outgoing;
 mod plan;
 mod policy;
@@ -44,6 +45,7 @@ pub use agents::*;
 pub use attempts::*;
 pub use correlation::*;
 pub use error::*;
+pub use init_config::*;
 pub use outgoing::*;
 pub use plan::*;
 pub use policy::*;

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::wire::request::{Decision, InitConfig, SendOptions};
+use crate::wire::init_config::InitConfig;
+use crate::wire::request::{Decision, SendOptions};
 
 /// `GET /health`: the daemon is up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
