@@ -91,6 +91,8 @@ pub struct Facts {
     /// Calls that failed, and calls refused by the policy or the user.
     pub failed: u32,
     pub denied: u32,
+    /// Writes the request's reading withheld (`write_check`): none ran.
+    pub withheld: u32,
     /// Outcomes of the last tool round.
     pub last_round: Vec<CallOutcome>,
     /// Calls so far that changed the workspace or may have (a write that
@@ -135,13 +137,12 @@ impl Facts {
                 }
             }
             CallOutcome::Denied => self.denied += 1,
+            CallOutcome::Withheld => self.withheld += 1,
             CallOutcome::Failed => self.failed += 1,
             CallOutcome::Looked if !crate::tools::effects_known(tool) => {
                 self.touched_since.extend(self.changed.keys().cloned());
             }
-            CallOutcome::Looked
-            | CallOutcome::Withheld
-            | CallOutcome::Did(Effect::MadeAlready { .. } | Effect::None) => {}
+            CallOutcome::Looked | CallOutcome::Did(Effect::MadeAlready { .. } | Effect::None) => {}
         }
     }
 

@@ -104,6 +104,18 @@ pub fn wrap_up_note(request: &str) -> String {
     )
 }
 
+/// The note with the answer asked for after a write was withheld a second
+/// time (`write_check`, [`super::mode::WrapUp::Withheld`]), with the request
+/// (up to 300 characters) to answer.
+pub fn withheld_note(request: &str) -> String {
+    format!(
+        "Stop calling tools: no file changes in this send, and writes are not run. Now answer the request in plain \
+         text, without any JSON block, from what the tool results above show; if it needs a change, say what to \
+         change and where. The request was: {}",
+        shorten(request.trim(), 300)
+    )
+}
+
 /// The note after a repeated look in a send whose operator's check will
 /// judge the files and no file has changed yet.
 pub const REPEAT_TO_CHECK: &str = "You already have that result: it is above, and nothing has changed since. No \

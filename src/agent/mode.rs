@@ -49,6 +49,10 @@ pub enum WrapUp {
     /// edit the workspace already shows made
     /// ([`crate::tools::Effect::MadeAlready`]: nothing written).
     Redone,
+    /// It asked again for a write after being told that no write runs in
+    /// this send (the request's reading withheld one, `write_check`): the
+    /// answer in words is all that is left to give.
+    Withheld,
     /// The send's tool-call budget is spent: its answer ends the send as
     /// `budget_exceeded`.
     Budget,
@@ -79,6 +83,7 @@ impl WrapUp {
             WrapUp::Redone => {
                 "the model rewrote a file with the lines it already held, or made an edit already made".to_owned()
             }
+            WrapUp::Withheld => "the model asked again for a write after being told none runs in this send".to_owned(),
             WrapUp::Budget => "the send's tool calls were spent".to_owned(),
         }
     }
@@ -101,6 +106,9 @@ pub struct RoundFacts {
     /// made already, and the profile asks for the answer then
     /// (`early_wrap_up`).
     pub redone: bool,
+    /// A write of this round was withheld (`write_check`), and one had
+    /// been withheld before in the send: the model was told no write runs.
+    pub withheld_again: bool,
     /// The calls went round a cycle (its period), and whether it is the
     /// first cycle of the send.
     pub cycle: Option<(usize, bool)>,
@@ -115,6 +123,8 @@ pub enum RoundNote {
     RepeatToCheck,
     /// Give the answer now.
     WrapUp,
+    /// Give the answer now: writes are not run in this send.
+    Withheld,
     /// The calls went round this cycle (period): try something else.
     Cycle(usize),
 }
@@ -122,7 +132,8 @@ pub enum RoundNote {
 /// The mode after a tool round and the note that goes with it, from the
 /// round's facts, first match wins: out of tool calls → `WrapUp(Budget)`;
 /// calls repeated → `Act` (a checked send with nothing written) or
-/// `WrapUp(Repeated)`; a redone write → `WrapUp(Redone)`; a cycle → a note
+/// `WrapUp(Repeated)`; a redone write → `WrapUp(Redone)`; a write withheld
+/// a second time → `WrapUp(Withheld)`; a cycle → a note
 /// (the first) or `WrapUp(SecondCycle)`; else `Work` (an `Act` request
 /// gives way to work once its round ran).
 pub fn after_round(f: &RoundFacts) -> (Mode, Option<RoundNote>) {
@@ -141,6 +152,9 @@ pub fn after_round(f: &RoundFacts) -> (Mode, Option<RoundNote>) {
     }
     if f.redone {
         return (Mode::WrapUp(WrapUp::Redone), Some(RoundNote::WrapUp));
+    }
+    if f.withheld_again {
+        return (Mode::WrapUp(WrapUp::Withheld), Some(RoundNote::Withheld));
     }
     match f.cycle {
         Some((period, true)) => (Mode::Work, Some(RoundNote::Cycle(period))),
@@ -168,6 +182,10 @@ mod tests {
         assert_eq!(after_round(&checked), (Mode::Act, Some(RoundNote::RepeatToCheck)));
         let redone = RoundFacts { looks_again: false, ..again };
         assert_eq!(after_round(&redone), (Mode::WrapUp(WrapUp::Redone), Some(RoundNote::WrapUp)));
+        let refused = RoundFacts { withheld_again: true, ..redone };
+        assert_eq!(after_round(&refused), (Mode::WrapUp(WrapUp::Redone), Some(RoundNote::WrapUp)));
+        let withheld = RoundFacts { redone: false, ..refused };
+        assert_eq!(after_round(&withheld), (Mode::WrapUp(WrapUp::Withheld), Some(RoundNote::Withheld)));
         let second = RoundFacts { redone: false, ..redone };
         assert_eq!(after_round(&second), (Mode::WrapUp(WrapUp::SecondCycle), Some(RoundNote::WrapUp)));
         let first = RoundFacts { cycle: Some((3, true)), ..second };

@@ -12,9 +12,11 @@
 //! tool instead, since an answer in words cannot pass the check), the cycle
 //! note (the same calls with the same results going round), the wrap-up
 //! when the model rewrote a file with the lines it already held or made an
-//! edit the workspace already shows made, and the wrap-up when the
-//! tool-call budget is spent. Every decision reads [`CallOutcome`]s and
-//! call signatures, never the text of a result or a request.
+//! edit the workspace already shows made, the wrap-up when a write is
+//! withheld a second time (`write_check`: the model was told no write runs
+//! in this send), and the wrap-up when the tool-call budget is spent.
+//! Every decision reads [`CallOutcome`]s and call signatures, never the
+//! text of a result or a request.
 
 use super::budget::{BudgetCall, BudgetPoint};
 use super::call_context::CallContext;
@@ -75,6 +77,8 @@ pub async fn run(cx: &mut SendState<'_>, turn: batch::Turn) -> Option<Outcome> {
             && matches!(outcome, CallOutcome::Did(Effect::Unchanged { .. } | Effect::Changed { relaid: true, .. })))
             || matches!(outcome, CallOutcome::Did(Effect::MadeAlready { .. }))
     });
+    // A write withheld again: the model was told no write runs in this send.
+    let withheld_again = cx.facts.withheld > 1 && cx.facts.last_round.contains(&CallOutcome::Withheld);
     let facts = RoundFacts {
         mode: cx.mode,
         out_of_tool_calls: cx.spec.meter.at(BudgetPoint::AfterRound, false) == BudgetCall::WrapUp,
@@ -82,6 +86,7 @@ pub async fn run(cx: &mut SendState<'_>, turn: batch::Turn) -> Option<Outcome> {
         checked_unwritten: cx.verifier.is_some() && !cx.facts.wrote(),
         // A profile's help: a capable model may have more to do.
         redone: rewrote_same && cx.config.profile.early_wrap_up,
+        withheld_again,
         cycle: went_round.map(|period| (period, cx.cycles.found == 1)),
     };
     let (mode, note) = mode::after_round(&facts);
@@ -90,6 +95,7 @@ pub async fn run(cx: &mut SendState<'_>, turn: batch::Turn) -> Option<Outcome> {
         Some(RoundNote::Budget) => cx.conv.push_note(budget::WRAP_UP),
         Some(RoundNote::RepeatToCheck) => cx.conv.push_note(loop_guard::REPEAT_TO_CHECK),
         Some(RoundNote::WrapUp) => cx.conv.push_note(&loop_guard::wrap_up_note(cx.request)),
+        Some(RoundNote::Withheld) => cx.conv.push_note(&loop_guard::withheld_note(cx.request)),
         Some(RoundNote::Cycle(period)) => cx.conv.push_note(&loop_guard::cycle_note(&cx.cycles.round(period))),
         None => {}
     }

@@ -52,7 +52,9 @@ pub struct Profile {
     /// The `Asked` gate's side call (the default of `config.request_check`).
     #[serde(default)]
     pub request_check: bool,
-    /// `hold_write`'s side call (the default of `config.write_check`).
+    /// `hold_write`'s side call (the default of `config.write_check`); a
+    /// write withheld a second time asks for the answer without tools
+    /// (`agent::round`, `WrapUp::Withheld`).
     #[serde(default)]
     pub write_check: bool,
     /// The `Claimed` gate's side call (the default of `config.claim_check`).

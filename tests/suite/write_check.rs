@@ -66,8 +66,13 @@ async fn every_write_of_a_send_read_as_a_question_is_held_and_it_is_read_once() 
     assert_eq!(mock.readings().len(), 1, "one reading per send");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "{r}");
-    let last = requests[2].body["messages"].as_array().unwrap().last().unwrap().clone();
-    assert!(last["content"].as_str().unwrap().contains("this edit_file call wrote nothing"), "{last}");
+    let messages = requests[2].body["messages"].as_array().unwrap();
+    let held = &messages[messages.len() - 2];
+    assert!(held["content"].as_str().unwrap().contains("this edit_file call wrote nothing"), "{held}");
+    // The second write withheld: the answer is asked for without tools.
+    assert_eq!(requests[2].body["tool_choice"], "none", "{r}");
+    let note = messages.last().unwrap()["content"].as_str().unwrap();
+    assert!(note.contains("writes are not run") && note.contains("How would I make f return 2?"), "{note}");
 }
 
 #[tokio::test]
@@ -113,4 +118,25 @@ async fn off_when_set_off_or_with_an_operators_check_and_a_failed_reading_holds_
         assert_eq!((r["status"].as_str(), mock.readings().len()), (Some("ok"), 1), "{reply}: {r}");
         assert_eq!(std::fs::read_to_string(w.workspace.path().join("app.py")).unwrap(), CHANGED, "{reply}");
     }
+}
+
+#[tokio::test]
+async fn a_write_withheld_a_second_time_asks_for_the_answer_without_tools() {
+    // The model reads the file, tries an edit (withheld), reads again and
+    // tries the same edit: told once that no write runs, it is asked for
+    // its answer without tools, which ends the send as any answer does.
+    let edit = || Reply::tool("edit_file", json!({"file_path": "app.py", "old_string": "1", "new_string": "2"}));
+    let script = vec![read_app(), edit(), read_app(), edit(), Reply::text(&["f returns 1."])];
+    let (r, mock) = held_send(script, "What does f return?").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5, "{r}");
+    assert!(requests[..4].iter().all(|q| q.body["tool_choice"] != "none"), "tools until the second withheld write");
+    assert_eq!(requests[4].body["tool_choice"], "none", "the answer is asked for without tools");
+    assert_eq!(r["response"], "f returns 1.", "{r}");
+    // A single withheld write leaves the model its tools.
+    let script = vec![edit(), read_app(), Reply::text(&["f returns 1."])];
+    let (r, mock) = held_send(script, "What does f return?").await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{r}");
+    assert!(requests.iter().all(|q| q.body["tool_choice"] != "none"), "{r}");
 }
