@@ -96,22 +96,27 @@ impl Cycles {
 /// showed. (Asked for "what you did", a small model narrated the repeated
 /// calls instead of answering.) The request is quoted back, never read.
 pub fn wrap_up_note(request: &str) -> String {
-    format!(
-        "Stop calling tools: the same call gives the same result. Now answer the request in plain text, without \
-         any JSON block, from what the tool results above show (if you changed files, say what you changed). \
-         The request was: {}",
-        shorten(request.trim(), 300)
-    )
+    answer_now("the same call gives the same result", " (if you changed files, say what you changed)", request)
 }
 
 /// The note with the answer asked for after a write was withheld a second
 /// time (`write_check`, [`super::mode::WrapUp::Withheld`]), with the request
 /// (up to 300 characters) to answer.
 pub fn withheld_note(request: &str) -> String {
+    answer_now(
+        "no file changes in this send, and writes are not run",
+        "; if it needs a change, say what to change and where",
+        request,
+    )
+}
+
+/// The text every wrap-up note shares: why to stop calling tools, the
+/// answer asked for in plain text (with `then` after "show"), and the
+/// request quoted back (up to 300 characters), never read.
+fn answer_now(why: &str, then: &str, request: &str) -> String {
     format!(
-        "Stop calling tools: no file changes in this send, and writes are not run. Now answer the request in plain \
-         text, without any JSON block, from what the tool results above show; if it needs a change, say what to \
-         change and where. The request was: {}",
+        "Stop calling tools: {why}. Now answer the request in plain text, without any JSON block, from what the \
+         tool results above show{then}. The request was: {}",
         shorten(request.trim(), 300)
     )
 }
@@ -202,6 +207,22 @@ mod tests {
         let found: Vec<Option<usize>> = abc.iter().chain(abc.iter()).map(|(s, r)| c.record(s, r)).collect();
         assert_eq!(found.last(), Some(&Some(3)));
         assert!(cycle_note(&[("read_file({})".into(), "1 x".into())]).contains("read_file({})"));
+    }
+
+    #[test]
+    fn the_wrap_up_notes_quote_the_request_after_why_to_stop() {
+        assert_eq!(
+            wrap_up_note(" Fix a.py "),
+            "Stop calling tools: the same call gives the same result. Now answer the request in plain text, \
+             without any JSON block, from what the tool results above show (if you changed files, say what you \
+             changed). The request was: Fix a.py"
+        );
+        assert_eq!(
+            withheld_note("What does f do?"),
+            "Stop calling tools: no file changes in this send, and writes are not run. Now answer the request in \
+             plain text, without any JSON block, from what the tool results above show; if it needs a change, say \
+             what to change and where. The request was: What does f do?"
+        );
     }
 
     #[test]
