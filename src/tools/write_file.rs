@@ -192,11 +192,57 @@ fn hold_back(target: &Confined, old: &str, shown: &str, content: &str, ctx: &Too
     let quoted: String = removed.iter().take(SHOWN_REMOVED).map(|(n, l)| format!("{n:>6}\t{l}\n")).collect();
     let more = removed.len().saturating_sub(SHOWN_REMOVED);
     let more = if more > 0 { format!("  ({more} more lines)\n") } else { String::new() };
-    Some(format!(
+    let head = format!(
         "not written (held back once): this would remove {} of the {total} non-blank lines of {shown}{what}. \
-         Lines it removes:\n{quoted}{more}If that is what you mean, call write_file again with the same arguments \
-         and it is written exactly as given. To add or change only part of the file, use edit_file instead.",
+         Lines it removes:\n{quoted}{more}",
         removed.len()
+    );
+    if let Some(keep) = keeping_the_rest(old, content, &defs, shown) {
+        return Some(format!("{head}{keep}"));
+    }
+    Some(format!(
+        "{head}If that is what you mean, call write_file again with the same arguments and it is written exactly as \
+         given. To add or change only part of the file, use edit_file instead."
+    ))
+}
+
+/// An old file up to this size (bytes) is quoted whole in the call that
+/// keeps it ([`keeping_the_rest`]).
+const KEPT_WHOLE: usize = 4_000;
+
+/// When `content` defines only names the old file did not (`old_defs`)
+/// and keeps none of the old file's definitions, so that it reads as "the
+/// new part alone": how to go on, with the ready call that writes the old
+/// file followed by `content` (separated as the old file separates its
+/// blocks, one or two blank lines) beside the call that replaces the file.
+/// The model still chooses: nothing is merged unless it sends that call.
+/// `None` when the shape does not fit or the old file is over
+/// [`KEPT_WHOLE`] bytes.
+fn keeping_the_rest(old: &str, content: &str, old_defs: &[String], shown: &str) -> Option<String> {
+    let new_defs = super::references::defined_names(content);
+    if old_defs.is_empty()
+        || old.len() > KEPT_WHOLE
+        || new_defs.is_empty()
+        || new_defs.iter().any(|d| old_defs.contains(d))
+    {
+        return None;
+    }
+    let blank =
+        old.lines().fold(
+            (0usize, 0usize),
+            |(run, most), l| {
+                if l.trim().is_empty() { (run + 1, most.max(run + 1)) } else { (0, most) }
+            },
+        );
+    let gap = "\n".repeat(1 + blank.1.clamp(1, 2));
+    let both = format!("{}{gap}{}", old.trim_end(), content.trim_start_matches(['\n', '\r']));
+    let call = serde_json::json!({"name": "write_file", "arguments": {"file_path": shown, "content": both}});
+    let names: Vec<String> = new_defs.iter().map(|d| format!("`{d}`")).collect();
+    let names = names.join(", ");
+    Some(format!(
+        "Your content defines only {names}, which {shown} does not have yet. To add {names} and keep the rest of \
+         {shown}, make this call (the file as it is, then your content):\n```json\n{call}\n```\n(Only to replace \
+         the whole file with {names} alone, send your own call again.)"
     ))
 }
 
@@ -259,5 +305,25 @@ mod tests {
         let done = run(args(only_a), &ctx).unwrap();
         assert!(matches!(done.effect, Effect::Changed { relaid: false, .. }), "{done:?}");
         assert_eq!(std::fs::read_to_string(root.join("m.py")).unwrap(), only_a, "exactly as sent, never merged");
+    }
+
+    #[test]
+    fn new_definitions_alone_are_offered_the_call_that_keeps_the_file() {
+        let old = "def mean(v):\n    return sum(v) / len(v)\n\n\ndef spread(v):\n    return max(v) - min(v)\n";
+        let defs = crate::tools::references::defined_names(old);
+        let clamp = "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n";
+        let keep = keeping_the_rest(old, clamp, &defs, "m.py").expect("offered");
+        assert!(keep.contains("defines only `clamp`"), "{keep}");
+        let call = keep.split("```json\n").nth(1).and_then(|c| c.split("\n```").next()).expect("a call block");
+        assert!(keep.ends_with("send your own call again.)"), "replacing stays possible: {keep}");
+        let call: serde_json::Value = serde_json::from_str(call).unwrap();
+        assert_eq!(call["name"], "write_file");
+        assert_eq!(call["arguments"]["file_path"], "m.py");
+        // The old file as it is, its own two-blank-line gap, then the content.
+        assert_eq!(call["arguments"]["content"], format!("{old}\n\n{clamp}"));
+        // A rewrite of a name the file has is not "new definitions alone".
+        assert_eq!(keeping_the_rest(old, "def mean(v):\n    return 0\n", &defs, "m.py"), None);
+        // Content that defines nothing is not either.
+        assert_eq!(keeping_the_rest(old, "print(1)\n", &defs, "m.py"), None);
     }
 }

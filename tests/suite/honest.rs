@@ -77,6 +77,30 @@ async fn a_rewrite_that_drops_a_function_is_held_back_once_then_lands_exactly() 
 }
 
 #[tokio::test]
+async fn a_new_function_written_alone_is_offered_the_call_that_keeps_the_file() {
+    let old = "def mean(v):\n    return sum(v) / len(v)\n\n\ndef spread(v):\n    return max(v) - min(v)\n";
+    let clamp = "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n";
+    let both = format!("{old}\n\n{clamp}");
+    let script = vec![
+        Reply::tool("read_file", json!({"file_path": "mathutil.py"})),
+        Reply::tool("write_file", json!({"file_path": "mathutil.py", "content": clamp})),
+        // The call the held-back error offers, as the model copies it.
+        Reply::tool("write_file", json!({"file_path": "mathutil.py", "content": both})),
+        Reply::text(&["clamp is added to mathutil.py."]),
+    ];
+    let message = "Add clamp(x, lo, hi) to mathutil.py.";
+    let (_, r, mock, w) = send_with(script, &[("mathutil.py", old)], message, json!({"profile": "small"})).await;
+    let held = last_tool_text(&mock.requests()[2].body);
+    assert!(held.starts_with("Error: not written (held back once)"), "{held}");
+    let offered = held.split("```json\n").nth(1).and_then(|c| c.split("\n```").next()).expect("a ready call");
+    let offered: serde_json::Value = serde_json::from_str(offered).unwrap();
+    assert_eq!(offered["arguments"]["content"], json!(both), "the file as it is, then the new function");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("mathutil.py")).unwrap(), both, "exactly as sent");
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["files_changed"], json!(["mathutil.py"]), "{r}");
+}
+
+#[tokio::test]
 async fn data_files_are_written_as_sent_never_merged() {
     let cases = [
         ("requirements.txt", "requests==2.31\nflask==3.0\nnumpy==1.26\n", "requests==2.31\nnumpy==1.26\n"),
