@@ -10,7 +10,7 @@ use super::emit::Emitter;
 use super::outcome::Outcome;
 use super::send_spec::SendSpec;
 use super::stats::SendStats;
-use crate::approval::PermissionBroker;
+use crate::approval::broker::PermissionBroker;
 use crate::config::SessionConfig;
 use crate::conversation::Conversation;
 use crate::tools::ToolContext;

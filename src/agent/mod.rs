@@ -59,7 +59,8 @@ pub use loop_guard::LOOP_REPEATS;
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::approval::{ApprovalMode, PermissionBroker};
+use crate::approval::ApprovalMode;
+use crate::approval::broker::PermissionBroker;
 use crate::config::SessionConfig;
 use crate::context;
 use crate::conversation::Conversation;

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::queue::{Job, JobKind, SendRejected};
 use super::shared::Shared;
 use crate::agent::SendSpec;
-use crate::approval::AnswerError;
+use crate::approval::broker::AnswerError;
 use crate::config::SessionConfig;
 use crate::store::Journal;
 use crate::wire::{

@@ -15,7 +15,7 @@ use super::open_error::OpenError;
 use super::shared::Shared;
 use super::{persist, runner};
 use crate::agent::Outbox;
-use crate::approval::PermissionBroker;
+use crate::approval::broker::PermissionBroker;
 use crate::config::{ConfigError, Limits, SessionConfig};
 use crate::conversation::Conversation;
 use crate::environment::Environment;

@@ -16,7 +16,7 @@ use super::queue::Queue;
 use crate::agent::Outbox;
 use crate::agent::budget::Meter;
 use crate::agent::emit::send_shaped;
-use crate::approval::PermissionBroker;
+use crate::approval::broker::PermissionBroker;
 use crate::config::SessionConfig;
 use crate::store::Journal;
 use crate::wire::{ErrorEnvelope, OutgoingMessage, SendResult, StopReason};

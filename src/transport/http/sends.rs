@@ -14,7 +14,7 @@ use super::api::{ApiError, json_body};
 use super::events::KEEPALIVE;
 use super::events::{Withdraw, frame_stream};
 use super::state::App;
-use crate::approval::AnswerError;
+use crate::approval::broker::AnswerError;
 use crate::session::SendRejected;
 use crate::wire::http::ErrorBody;
 use crate::wire::http::sessions::{

@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::approval::AnswerError;
+use crate::approval::broker::AnswerError;
 use crate::session::SendRejected;
 use crate::transport::http::api::{ApiError, json_body};
 use crate::transport::http::events::KEEPALIVE;
