@@ -3,7 +3,7 @@
 //! Owns: the endpoint built from the [`Environment`] snapshot, the
 //! process-wide HTTP clients (built on first use, so no TLS or connection
 //! pool exists before a send needs one), the retries of 429/503 before
-//! anything streamed, `Retry-After` parsing, and the [`Cassette`] of the
+//! anything streamed (how long to wait: `error::parse_retry_after`), and the [`Cassette`] of the
 //! process: a recorded call is also written to the cassette, a replayed one
 //! is served from it without touching the network (the same retry rules
 //! apply to the recorded answers).
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::error::{ModelError, describe_reqwest, retried_status};
+use super::error::{ModelError, describe_reqwest, parse_retry_after, retried_status};
 use super::stream::ChatStream;
 use crate::cassette::{Cassette, CassetteError, Method, Player, ReplayBody, TapeEnd, Timing};
 use crate::environment::Environment;
@@ -370,35 +370,4 @@ async fn read_capped(mut resp: reqwest::Response, idle: Duration) -> String {
         }
     }
     String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// `Retry-After: <seconds>` or `Retry-After: <HTTP-date>` (RFC 9110 §10.2.3),
-/// as a wait from `now`. Anything else (negative, NaN, infinite, garbage) is
-/// `None`; a huge value saturates instead of overflowing, so the caller's cap
-/// decides.
-pub fn parse_retry_after(v: &str, now: SystemTime) -> Option<Duration> {
-    let v = v.trim();
-    if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
-    }
-    let when = httpdate::parse_http_date(v).ok()?;
-    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_after_is_parsed_defensively() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after("1e30", now), Some(Duration::MAX));
-        for bad in ["-1", "NaN", "inf", "-inf", "soon", ""] {
-            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
-        }
-        assert_eq!(parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now), Some(Duration::ZERO));
-        let far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now).unwrap();
-        assert!(far > MAX_RETRY_AFTER);
-    }
 }

@@ -2,9 +2,12 @@
 //!
 //! Owns: the kinds of failure ([`ModelError`]), the one retry rule
 //! ([`retryable_status`]: 408/409/429/5xx), which statuses are retried before
-//! anything streamed ([`retried_status`]: 429, 503), and the wire envelope
+//! anything streamed ([`retried_status`]: 429, 503) and how long a
+//! `Retry-After` asks to wait ([`parse_retry_after`]), the wire envelope
 //! and `details` object a failure becomes, and how a transport error of
 //! reqwest reads ([`describe_reqwest`]).
+
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
@@ -22,6 +25,19 @@ pub fn retryable_status(status: u16) -> bool {
 /// HTTP statuses pirn retries itself before anything was streamed: 429, 503.
 pub fn retried_status(status: u16) -> bool {
     status == 429 || status == 503
+}
+
+/// `Retry-After: <seconds>` or `Retry-After: <HTTP-date>` (RFC 9110 §10.2.3),
+/// as a wait from `now`. Anything else (negative, NaN, infinite, garbage) is
+/// `None`; a huge value saturates instead of overflowing, so the caller's cap
+/// decides.
+pub fn parse_retry_after(v: &str, now: SystemTime) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// A failed model call. Every variant carries the message shown to the host;
@@ -287,5 +303,18 @@ mod tests {
         assert_eq!(openai.window_hint(), Some(16385));
         assert!(!ModelError::http(400, r#"{"error":{"message":"bad request"}}"#).is_context_exceeded());
         assert!(!ModelError::http(429, "context length").is_context_exceeded());
+    }
+
+    #[test]
+    fn retry_after_is_parsed_defensively() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("1e30", now), Some(Duration::MAX));
+        for bad in ["-1", "NaN", "inf", "-inf", "soon", ""] {
+            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
+        }
+        assert_eq!(parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now), Some(Duration::ZERO));
+        let far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now).unwrap();
+        assert!(far > Duration::from_secs(3600), "{far:?}");
     }
 }
