@@ -20,7 +20,8 @@
 //! to one session keep each append's entries together and in order; every
 //! row carries the tenant (`PIRN_TENANT`, default `default`), and a store
 //! sees its tenant's sessions only. [`journal`] is the per-session writer
-//! on top, [`fold`] turns a log back into a conversation. The contract
+//! on top (the task behind it, batching and retrying, is [`writer`]'s),
+//! [`fold`] turns a log back into a conversation. The contract
 //! itself is [`backend`]'s; this file only declares and re-exports.
 
 mod backend;
@@ -32,6 +33,7 @@ mod info;
 pub mod journal;
 mod lines;
 pub mod postgres;
+pub mod writer;
 
 pub use backend::{MAX_ID_LEN, Store, check_id, home};
 pub use entry::{Body, FileBefore, FileLeft, NewEntry, Stored};

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::store::Journal;
-use crate::store::journal::Durability;
+use crate::store::writer::Durability;
 use crate::wire::{Event, EventMsg, OutgoingMessage};
 
 /// Set once, when the session opens with a journal.
