@@ -11,6 +11,7 @@ mod architecture;
 mod asked;
 mod cancel;
 mod cassette;
+mod check_gate;
 mod claimed;
 mod claude;
 mod claude_hooks;
