@@ -39,6 +39,7 @@ mod hardening;
 mod honest;
 mod hooks;
 mod http;
+mod http_limits;
 mod imports;
 mod inbox;
 mod instructions;
