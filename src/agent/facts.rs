@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use crate::tools::{Effect, ToolOutput};
+use crate::tools::{Effect, Hold, ToolOutput};
 
 /// What one tool call did: the effect the tool itself reports
 /// ([`CallOutcome::Did`]), or what pirn knows of a call that had none.
@@ -84,8 +84,8 @@ pub struct Facts {
     /// cannot see (`bash`, an MCP tool): what they hold is the model's doing
     /// either way, so their hash is not held against the disk.
     pub touched_since: BTreeSet<PathBuf>,
-    /// Writes held back and not confirmed or superseded since.
-    pub held_back: BTreeSet<PathBuf>,
+    /// Writes held back and not confirmed or superseded since, and why.
+    pub held_back: BTreeMap<PathBuf, Hold>,
     /// Exit codes of the commands run, in order.
     pub ran: Vec<Option<i32>>,
     /// Calls that failed, and calls refused by the policy or the user.
@@ -116,8 +116,8 @@ impl Facts {
             CallOutcome::Did(Effect::Unchanged { path }) => {
                 self.held_back.remove(path);
             }
-            CallOutcome::Did(Effect::HeldBack { path }) => {
-                self.held_back.insert(path.clone());
+            CallOutcome::Did(Effect::HeldBack { path, why }) => {
+                self.held_back.insert(path.clone(), *why);
             }
             CallOutcome::Did(Effect::Ran { exit_code }) => {
                 self.ran.push(*exit_code);
@@ -175,8 +175,8 @@ mod tests {
     fn facts_follow_typed_outcomes() {
         let mut f = Facts::default();
         let a = PathBuf::from("/w/a.py");
-        f.record("write_file", &CallOutcome::Did(Effect::HeldBack { path: a.clone() }));
-        assert!(f.held_back.contains(&a) && !f.wrote());
+        f.record("write_file", &CallOutcome::Did(Effect::HeldBack { path: a.clone(), why: Hold::MostlyRemoved }));
+        assert!(f.held_back.contains_key(&a) && !f.wrote());
         f.record("write_file", &changed(&a, 7));
         assert!(f.held_back.is_empty() && f.wrote());
         f.record("bash", &CallOutcome::Did(Effect::Ran { exit_code: Some(1) }));

@@ -215,7 +215,10 @@ mod tests {
         let kept: Vec<String> = still_valid(&calls, &outcomes, results).into_iter().map(|d| d.signature).collect();
         assert_eq!(kept, ["grep"], "only what no later call may have changed");
         let writes = [call("write_file"), call("glob")];
-        let outcomes = [CallOutcome::Did(Effect::HeldBack { path: "a".into() }), CallOutcome::Looked];
+        let outcomes = [
+            CallOutcome::Did(Effect::HeldBack { path: "a".into(), why: crate::tools::Hold::MostlyRemoved }),
+            CallOutcome::Looked,
+        ];
         let results: Vec<PastCall> = writes.iter().map(done).collect();
         let kept: Vec<String> = still_valid(&writes, &outcomes, results).into_iter().map(|d| d.signature).collect();
         assert_eq!(kept, ["glob"], "a held-back write asked for again runs");

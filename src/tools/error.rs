@@ -17,10 +17,10 @@ pub enum ToolError {
     /// Any other failure, said for the model (what failed, on which path).
     #[error("{0}")]
     Failed(String),
-    /// A rewrite that removes most of `path` was held back once: nothing
-    /// was written; `message` shows what it would remove.
+    /// A write to `path` was held back for the reason `why`: nothing was
+    /// written; `message` shows why and how to go on.
     #[error("{message}")]
-    HeldBack { path: PathBuf, message: String },
+    HeldBack { path: PathBuf, why: super::output::Hold, message: String },
     /// The edit looks made already in `path` ([`Effect::MadeAlready`](super::output::Effect::MadeAlready)):
     /// nothing was written; `message` says where and why.
     #[error("{message}")]

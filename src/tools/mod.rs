@@ -55,7 +55,7 @@ pub use confine::PathError;
 pub use context::{FileWatch, ToolContext, WriteHelp};
 pub use error::ToolError;
 pub(crate) use error::parse_args;
-pub use output::{Effect, ToolOutput, Written, content_hash, same_lines};
+pub use output::{Effect, Hold, ToolOutput, Written, content_hash, same_lines};
 use serde::de::DeserializeOwned;
 pub use spec::{ALL_TOOLS, schema_of, specs, specs_for};
 
@@ -113,9 +113,11 @@ pub async fn execute(name: &str, arguments: &str, enabled: &[String], ctx: &Tool
     };
     match result {
         Ok(done) => ToolOutput { text: cap_output(done.text, ctx.result_cap), is_error: false, effect: done.effect },
-        Err(ToolError::HeldBack { path, message }) => {
-            ToolOutput { text: cap_output(message, ctx.result_cap), is_error: true, effect: Effect::HeldBack { path } }
-        }
+        Err(ToolError::HeldBack { path, why, message }) => ToolOutput {
+            text: cap_output(message, ctx.result_cap),
+            is_error: true,
+            effect: Effect::HeldBack { path, why },
+        },
         Err(ToolError::MadeAlready { path, message }) => ToolOutput {
             text: cap_output(message, ctx.result_cap),
             is_error: true,

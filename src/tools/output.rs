@@ -32,9 +32,9 @@ pub enum Effect {
     Changed { path: PathBuf, hash: u64, created: bool, relaid: bool },
     /// The file already held exactly these bytes: nothing was written.
     Unchanged { path: PathBuf },
-    /// A rewrite that removes most of an existing file was held back, not
-    /// written; the same call again writes it (see `write_file`).
-    HeldBack { path: PathBuf },
+    /// A `write_file` was held back, not written, for the reason `why`;
+    /// the same call again writes it (see `write_file`).
+    HeldBack { path: PathBuf, why: Hold },
     /// `bash` ran the command; its exit code (`None`: a timeout or a signal).
     Ran { exit_code: Option<i32> },
     /// An `edit_file` whose edit the workspace already shows made, in
@@ -43,6 +43,17 @@ pub enum Effect {
     /// same edit there): nothing was written; the model is told so (an
     /// error result). The `write_file` counterpart is [`Effect::Unchanged`].
     MadeAlready { path: PathBuf },
+}
+
+/// Why a profile's help held a `write_file` back ([`Effect::HeldBack`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The rewrite would remove most of the file's lines
+    /// (`write_file::MOSTLY_DROPPED`).
+    MostlyRemoved,
+    /// The file exists and the model had not read it: it was shown in the
+    /// result and counts as read from then on.
+    NotRead,
 }
 
 /// What a file-writing tool returns: the text for the model and its effect.

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::confine::Confined;
 use super::context::ToolContext;
 use super::error::{ToolError, failed};
-use super::output::{Effect, Written, content_hash, same_lines};
+use super::output::{Effect, Hold, Written, content_hash, same_lines};
 
 /// Arguments as the model sends them (their schema is the tool's `parameters`).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -78,11 +78,17 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
             )));
         };
         ctx.mark_read(&path);
-        return Err(ToolError::Failed(format!(
+        let message = format!(
             "nothing written: {shown} already exists and you had not read it. It holds:\n{}Now change the part \
              that needs changing with edit_file, or call write_file again with the complete new content.",
             numbered_all(text)
-        )));
+        );
+        // A profile that holds writes back counts this one as held: a send
+        // that never makes it is not `ok` (the `HeldBack` gate).
+        return Err(match ctx.help.hold_large_writes {
+            true => ToolError::HeldBack { path, why: Hold::NotRead, message },
+            false => ToolError::Failed(message),
+        });
     }
     if old.as_deref() == Some(args.content.as_str()) {
         ctx.mark_read(&path);
@@ -92,7 +98,7 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
         });
     }
     if let Some(message) = old.as_deref().and_then(|old| hold_back(&target, old, &shown, &args.content, ctx)) {
-        return Err(ToolError::HeldBack { path, message });
+        return Err(ToolError::HeldBack { path, why: Hold::MostlyRemoved, message });
     }
     ctx.note_write(&path, old.as_deref());
     let existed = target.exists();

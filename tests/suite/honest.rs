@@ -145,6 +145,35 @@ async fn a_held_back_write_never_confirmed_is_named_once_and_the_send_is_not_ok(
 }
 
 #[tokio::test]
+async fn a_write_refused_as_unread_and_never_made_is_not_ok_in_the_small_profile() {
+    let old = "from utils import calc_total\n\nprint(calc_total([1]))\n";
+    let new = "from utils import compute_total\n\nprint(compute_total([1]))\n";
+    let write = || Reply::tool("write_file", json!({"file_path": "main.py", "content": new}));
+    let ask = "Rename calc_total to compute_total in main.py.";
+    let small = || json!({"profile": "small"});
+    // Refused (not read first), then two answers and no write: not ok.
+    let script = vec![write(), Reply::text(&["Renamed in main.py."]), Reply::text(&["Renamed in main.py."])];
+    let (_, r, mock, w) = send_with(script, &[("main.py", old)], ask, small()).await;
+    assert_eq!(r["error"]["code"], "verification_failed", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("main.py"), "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("main.py")).unwrap(), old, "nothing written");
+    assert_eq!(r["files_changed"], json!([]), "{r}");
+    let told = last_message(&mock, 2);
+    assert!(told.starts_with("[pirn] Not written: your write_file to main.py was refused because"), "{told}");
+    // Sent back, the model makes the write (the file was shown, so it counts as read): ok, as sent.
+    let script = vec![write(), Reply::text(&["Renamed."]), write(), Reply::text(&["Renamed in main.py."])];
+    let (_, r, _, w) = send_with(script, &[("main.py", old)], ask, small()).await;
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(std::fs::read_to_string(w.workspace.path().join("main.py")).unwrap(), new, "exactly as sent");
+    assert_eq!(r["files_changed"], json!(["main.py"]), "{r}");
+    // The default profile has no check of its own: the refusal is a failed
+    // call the model read, and the answer ends the send with nothing changed.
+    let script = vec![write(), Reply::text(&["Renamed in main.py."])];
+    let (_, r, _, _) = send_with(script, &[("main.py", old)], ask, json!({})).await;
+    assert_eq!((&r["status"], &r["files_changed"]), (&json!("ok"), &json!([])), "{r}");
+}
+
+#[tokio::test]
 async fn a_rename_leaves_library_calls_that_share_the_name_alone() {
     let files = [
         ("store.py", "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return json.load(f)\n"),
