@@ -40,7 +40,9 @@ pub struct Profile {
     /// made-already answers (`tools::edit_file`).
     #[serde(default)]
     pub tolerant_edits: bool,
-    /// A rewrite removing most of a file is held back once (`tools::write_file`).
+    /// A rewrite removing most of a file is held back once, and a write over
+    /// an unread file refused as held back (`tools::write_file`); the
+    /// `HeldBack` gate reads both.
     #[serde(default)]
     pub hold_large_writes: bool,
     /// Parse notes after a write and the `Broken` answer gate.

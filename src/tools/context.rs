@@ -85,7 +85,8 @@ pub trait FileWatch: Send + Sync + std::fmt::Debug {
 pub struct WriteHelp {
     /// `edit_file`'s tolerant tiers (see `edit_tolerant`).
     pub tolerant_edits: bool,
-    /// A rewrite that removes most of a file is held back once (`write_file`).
+    /// A rewrite that removes most of a file is held back once, and the
+    /// refusal of a write over an unread file is a hold too (`write_file`).
     pub hold_large_writes: bool,
     /// A written file that no longer parses is named in the result
     /// ([`super::parse_notes::after_write`]).

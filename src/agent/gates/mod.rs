@@ -21,7 +21,7 @@
 //! | [`Gate::CutOff`] | `finish_reason: length`; the operator's check and its rounds left | ask again (schema), send back (a checked send, one round) or fail `provider_error` |
 //! | [`Gate::BudgetStop`] | mode `WrapUp(Budget)` | fail `budget_exceeded` |
 //! | [`Gate::LoopStop`] | mode `WrapUp(..)`, the answer's JSON shape | fail `loop_detected` |
-//! | [`Gate::HeldBack`] | writes held back (`hold_large_writes`), not confirmed | send back once, then fail `verification_failed` |
+//! | [`Gate::HeldBack`] | writes held back (`hold_large_writes`: most of a file removed, or a file not read first), not made since | send back once, then fail `verification_failed` |
 //! | [`Gate::Broken`] | files that parsed before the send and not now (`parse_check`) | send back once, then fail `verification_failed` |
 //! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
 //! | [`Gate::Claimed`] | no file changed, no command ran; the model's reading of its answer (one side call; `claim_check`) | send back once, then fail `verification_failed` |
