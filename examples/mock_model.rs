@@ -8,10 +8,12 @@
 //! `http://127.0.0.1:PORT/v1` on stdout. `--count` makes usage report the
 //! mock's own prompt count (bytes / 4); `--window N` also refuses requests
 //! over N tokens, as llama.cpp does. Runs until killed.
-#![allow(clippy::print_stdout, clippy::unwrap_used, dead_code)]
+#![allow(clippy::print_stdout, clippy::unwrap_used, dead_code, unused_imports)]
 
 #[path = "../tests/suite/mock.rs"]
 mod mock;
+#[path = "../tests/suite/mock_reply.rs"]
+mod mock_reply;
 #[path = "../tests/suite/mock_wire.rs"]
 mod mock_wire;
 

@@ -8,85 +8,13 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::mock_wire::{chunk, end_sse, event, read_request, respond_status, start_sse, usage_event};
-
-/// A scripted answer to one request.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reply {
-    /// Streams `chunks` as content deltas, then finish_reason, usage, [DONE].
-    Text {
-        chunks: Vec<String>,
-        #[serde(default)]
-        usage: Option<[u64; 2]>,
-        #[serde(default)]
-        delay_ms: u64,
-        #[serde(default)]
-        finish_reason: Option<String>,
-    },
-    /// Streams tool calls (arguments split in two fragments), then usage, [DONE].
-    ToolCalls {
-        calls: Vec<MockCall>,
-        #[serde(default)]
-        usage: Option<[u64; 2]>,
-        #[serde(default)]
-        text: Option<String>,
-    },
-    /// Answers with an HTTP error.
-    Status {
-        code: u16,
-        #[serde(default)]
-        body: String,
-        #[serde(default)]
-        retry_after: Option<String>,
-    },
-    /// Streams `chunks` as content deltas, then goes silent (connection open).
-    Stall { chunks: Vec<String> },
-    /// Streams `chunks` as content deltas, then closes the connection mid-body.
-    Drop { chunks: Vec<String> },
-    /// Reads the request and never answers.
-    Hang,
-    /// 200 text/event-stream with this exact body.
-    Raw { body: String },
-}
-
-/// One tool call of a [`Reply::ToolCalls`].
-#[derive(Debug, Clone, Deserialize)]
-pub struct MockCall {
-    pub name: String,
-    /// Raw argument text (need not be valid JSON).
-    pub arguments: String,
-}
-
-impl Reply {
-    pub fn text(chunks: &[&str]) -> Reply {
-        Reply::Text {
-            chunks: chunks.iter().map(|s| s.to_string()).collect(),
-            usage: Some([10, 5]),
-            delay_ms: 0,
-            finish_reason: None,
-        }
-    }
-
-    pub fn tool(name: &str, arguments: Value) -> Reply {
-        Reply::ToolCalls {
-            calls: vec![MockCall { name: name.into(), arguments: arguments.to_string() }],
-            usage: Some([20, 8]),
-            text: None,
-        }
-    }
-
-    pub fn status(code: u16, body: &str) -> Reply {
-        Reply::Status { code, body: body.into(), retry_after: None }
-    }
-}
+use super::mock_reply::send;
+pub use super::mock_reply::{MockCall, Reply};
+use super::mock_wire::{chunk, end_sse, read_request, respond_status, start_sse};
 
 /// What the mock answers pirn's summariser (compaction requests).
 pub const SUMMARY: &str = "The agent read several files for the task; nothing was changed yet.";
@@ -324,82 +252,5 @@ async fn serve(
     let Some(reply) = reply else {
         return respond_status(&mut stream, 500, r#"{"error":{"message":"mock: no scripted reply left"}}"#, None).await;
     };
-    match reply {
-        Reply::Status { code, body, retry_after } => {
-            respond_status(&mut stream, code, &body, retry_after.as_deref()).await
-        }
-        Reply::Hang => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            Ok(())
-        }
-        Reply::Raw { body } => {
-            start_sse(&mut stream).await?;
-            chunk(&mut stream, body.as_bytes()).await?;
-            end_sse(&mut stream).await
-        }
-        Reply::Text { chunks, usage, delay_ms, finish_reason } => {
-            let usage = counted(usage);
-            start_sse(&mut stream).await?;
-            // Without a delay the events go out in 64 KiB writes, as fast as
-            // the socket takes them (the relay benchmark).
-            let mut pending = Vec::new();
-            for c in &chunks {
-                if delay_ms > 0 {
-                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                    chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
-                } else {
-                    pending.extend_from_slice(&event(&json!({"content": c}), None));
-                    if pending.len() >= 64 * 1024 {
-                        chunk(&mut stream, &pending).await?;
-                        pending.clear();
-                    }
-                }
-            }
-            chunk(&mut stream, &pending).await?;
-            let finish = finish_reason.unwrap_or_else(|| "stop".to_owned());
-            chunk(&mut stream, &event(&json!({}), Some(&finish))).await?;
-            if let Some(u) = usage {
-                chunk(&mut stream, &usage_event(u)).await?;
-            }
-            chunk(&mut stream, b"data: [DONE]\n\n").await?;
-            end_sse(&mut stream).await
-        }
-        Reply::ToolCalls { calls, usage, text } => {
-            let usage = counted(usage);
-            start_sse(&mut stream).await?;
-            if let Some(t) = text {
-                chunk(&mut stream, &event(&json!({"content": t}), None)).await?;
-            }
-            for (i, c) in calls.iter().enumerate() {
-                let (a, b) = c.arguments.split_at(c.arguments.len() / 2);
-                let first = json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function", "function": {"name": c.name, "arguments": a}}]});
-                let second = json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]});
-                chunk(&mut stream, &event(&first, None)).await?;
-                chunk(&mut stream, &event(&second, None)).await?;
-            }
-            chunk(&mut stream, &event(&json!({}), Some("tool_calls"))).await?;
-            if let Some(u) = usage {
-                chunk(&mut stream, &usage_event(u)).await?;
-            }
-            chunk(&mut stream, b"data: [DONE]\n\n").await?;
-            end_sse(&mut stream).await
-        }
-        Reply::Stall { chunks } => {
-            start_sse(&mut stream).await?;
-            for c in &chunks {
-                chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
-            }
-            // Silence until the client goes away.
-            let mut sink = [0u8; 1024];
-            while stream.read(&mut sink).await.unwrap_or(0) > 0 {}
-            Ok(())
-        }
-        Reply::Drop { chunks } => {
-            start_sse(&mut stream).await?;
-            for c in &chunks {
-                chunk(&mut stream, &event(&json!({"content": c}), None)).await?;
-            }
-            stream.shutdown().await
-        }
-    }
+    send(&mut stream, reply, counted).await
 }

@@ -2,6 +2,7 @@
 //! HTTP mock model server on 127.0.0.1.
 
 mod mock;
+mod mock_reply;
 mod mock_wire;
 mod worker;
 
@@ -40,6 +41,7 @@ mod honest;
 mod hooks;
 mod http;
 mod http_limits;
+mod import_graph;
 mod imports;
 mod inbox;
 mod instructions;
