@@ -39,6 +39,15 @@ impl LoopGuard {
         }
         self.repeats >= LOOP_REPEATS
     }
+
+    /// The last answer's calls changed a file's bytes: asking for the same
+    /// calls again is another step (a line inserted once more), not a loop,
+    /// so the count starts afresh. (A rewrite with the bytes a file already
+    /// holds changes nothing and still counts.)
+    pub fn progressed(&mut self) {
+        self.repeats = 0;
+        self.last = None;
+    }
 }
 
 /// Shortest cycle looked for, in calls. The same call with the same result
@@ -235,5 +244,10 @@ mod tests {
         let mut g = LoopGuard::default();
         assert!(!g.is_loop(&calls, 200), "one answer alone is not a loop");
         assert!(g.is_loop(&calls, 1), "asking again after repeating it in one answer is");
+        let mut g = LoopGuard::default();
+        assert!(!g.is_loop(&calls, 1) && !g.is_loop(&calls, 1));
+        g.progressed();
+        assert!(!g.is_loop(&calls, 1), "calls that changed a file start the count afresh");
+        assert!(!g.is_loop(&calls, 1) && g.is_loop(&calls, 1));
     }
 }

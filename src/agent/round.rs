@@ -68,6 +68,9 @@ pub async fn run(cx: &mut SendState<'_>, turn: batch::Turn) -> Option<Outcome> {
     let signatures: Vec<String> = turn.run.iter().map(loop_guard::call_signature).collect();
     let looks_again = repeats_a_look(&cx.previous, &signatures);
     let results = run_calls(cx, &turn, &signatures, looks_again).await;
+    if cx.facts.last_round.iter().any(|o| matches!(o, CallOutcome::Did(Effect::Changed { .. }))) {
+        cx.guard.progressed();
+    }
     cx.verified = false;
     let went_round = results.iter().filter_map(|d| cx.cycles.record(&d.signature, &d.text)).max();
     // The file already holds what the model writes: a rewrite with its
@@ -178,8 +181,10 @@ async fn run_calls(
 }
 
 /// The results of `calls` that a later repeat may be answered with: those
-/// that no later call in the same list may have changed, and none that a
-/// tool held back (asked for again, it must run: that is the confirmation).
+/// that no later call in the same list may have changed, none that a
+/// tool held back (asked for again, it must run: that is the confirmation),
+/// and no failed `write_file` (its refusal of an unread file counts the
+/// file read, so the same call again writes it).
 pub fn still_valid(calls: &[ToolCall], outcomes: &[CallOutcome], results: Vec<PastCall>) -> Vec<PastCall> {
     let last_change = outcomes.iter().zip(calls).rposition(|(o, c)| o.may_change_workspace(&c.name));
     results
@@ -188,6 +193,11 @@ pub fn still_valid(calls: &[ToolCall], outcomes: &[CallOutcome], results: Vec<Pa
         .filter(|(i, _)| last_change.is_none_or(|at| *i > at))
         .filter(|(i, _)| {
             !matches!(outcomes.get(*i), Some(CallOutcome::Did(Effect::HeldBack { .. }) | CallOutcome::Withheld))
+        })
+        // A write_file that failed may land when sent again: refusing an
+        // unread file showed the file and counts it read from then on.
+        .filter(|(i, _)| {
+            !(calls.get(*i).is_some_and(|c| c.name == "write_file") && outcomes.get(*i) == Some(&CallOutcome::Failed))
         })
         .map(|(_, r)| r)
         .collect()
@@ -222,6 +232,11 @@ mod tests {
         let results: Vec<PastCall> = writes.iter().map(done).collect();
         let kept: Vec<String> = still_valid(&writes, &outcomes, results).into_iter().map(|d| d.signature).collect();
         assert_eq!(kept, ["glob"], "a held-back write asked for again runs");
+        let failed = [call("write_file"), call("edit_file")];
+        let outcomes = [CallOutcome::Failed, CallOutcome::Failed];
+        let results: Vec<PastCall> = failed.iter().map(done).collect();
+        let kept: Vec<String> = still_valid(&failed, &outcomes, results).into_iter().map(|d| d.signature).collect();
+        assert_eq!(kept, ["edit_file"], "a failed write_file sent again runs; a failed edit fails again");
     }
 
     #[test]

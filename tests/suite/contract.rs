@@ -342,3 +342,42 @@ async fn contract_jsonl_a_test_run_through_bash_then_an_answer_ends_ok() {
     let events = jsonl(bash_test_run()).await;
     assert_eq!(tool_ends(&events).iter().filter(|e| e["name"] == "bash").count(), 1);
 }
+
+/// A write over a file not read first is refused and shows the file (as
+/// Claude Code's Write refuses an unread file); the same call sent again
+/// then lands as sent, never answered from an earlier failure.
+#[tokio::test]
+async fn contract_jsonl_a_write_refused_as_unread_lands_when_sent_again() {
+    let new = "# Notes\n\n- first\n- second\n";
+    let write = || Reply::tool("write_file", json!({"file_path": "notes.md", "content": new}));
+    let case = Case {
+        files: vec![("notes.md", "# Notes\n\n- first\n")],
+        message: "Add a second item to notes.md.",
+        turns: vec![write(), write(), Reply::text(&["notes.md has a second item."])],
+        after: vec![("notes.md", new.into())],
+        changed: vec!["notes.md"],
+        reads: vec![(1, "you had not read it"), (2, "overwrote notes.md")],
+    };
+    let (events, r, mock, w) = send_with(case.turns.clone(), &case.files, case.message, json!({})).await;
+    assert_holds(&case, &r, &mock, w.workspace.path());
+    let errors: Vec<bool> = tool_ends(&events).iter().map(|e| e["is_error"] == true).collect();
+    assert_eq!(errors, [true, false], "{events:?}");
+}
+
+/// The same edit in three answers, each inserting a line: three steps
+/// that each change the file, so each runs (no loop is called).
+#[tokio::test]
+async fn contract_jsonl_the_same_insertion_three_times_runs_three_times() {
+    let insert = || edit("todo.txt", "END", "- item\nEND");
+    let case = Case {
+        files: vec![("todo.txt", "TODO\nEND\n")],
+        message: "Add three '- item' lines before END in todo.txt, one edit at a time.",
+        turns: vec![read("todo.txt"), insert(), insert(), insert(), Reply::text(&["Three items added."])],
+        after: vec![("todo.txt", "TODO\n- item\n- item\n- item\nEND\n".into())],
+        changed: vec!["todo.txt"],
+        reads: vec![(4, "edited todo.txt")],
+    };
+    let (events, r, mock, w) = send_with(case.turns.clone(), &case.files, case.message, json!({})).await;
+    assert_holds(&case, &r, &mock, w.workspace.path());
+    assert_eq!(tool_ends(&events).iter().filter(|e| e["name"] == "edit_file").count(), 3);
+}
