@@ -62,6 +62,26 @@ pub fn read_text(client: Option<&dyn ClientFiles>, target: &Confined, max: u64) 
     String::from_utf8(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not valid UTF-8 text"))
 }
 
+/// The bytes of `target`, whatever they hold and however large (what a
+/// write left, read back to check it landed): from the client when it
+/// reads files, else from disk beneath the workspace root. Errors: missing
+/// (`NotFound`), a directory, unreadable.
+pub fn read_bytes(client: Option<&dyn ClientFiles>, target: &Confined) -> io::Result<Vec<u8>> {
+    match client.filter(|c| c.reads()) {
+        Some(c) if !target.is_dir() => Ok(c.read(target.path())?.into_bytes()),
+        _ => {
+            use std::io::Read;
+            let mut f = target.open_read()?;
+            if f.metadata()?.is_dir() {
+                return Err(io::Error::new(io::ErrorKind::IsADirectory, "a directory"));
+            }
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        }
+    }
+}
+
 /// Writes `text` to `target`: through the client when it writes files,
 /// else atomically on disk ([`Confined::write_atomic`]).
 pub fn write_text(client: Option<&dyn ClientFiles>, target: &Confined, text: &str) -> io::Result<()> {

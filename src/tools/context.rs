@@ -136,6 +136,11 @@ impl ToolContext {
         client_files::read_text(self.client_files.as_deref(), target, max)
     }
 
+    /// The bytes of `target`, unchecked and unbounded ([`client_files::read_bytes`]).
+    pub fn read_bytes(&self, target: &confine::Confined) -> std::io::Result<Vec<u8>> {
+        client_files::read_bytes(self.client_files.as_deref(), target)
+    }
+
     /// Writes `text` to `target` ([`client_files::write_text`]).
     pub fn write_text(&self, target: &confine::Confined, text: &str) -> std::io::Result<()> {
         let on_disk = self.client_files.as_ref().is_none_or(|c| !c.writes());

@@ -381,3 +381,23 @@ async fn contract_jsonl_the_same_insertion_three_times_runs_three_times() {
     assert_holds(&case, &r, &mock, w.workspace.path());
     assert_eq!(tool_ends(&events).iter().filter(|e| e["name"] == "edit_file").count(), 3);
 }
+
+/// Content a read would refuse (a NUL byte) still lands as sent, and the
+/// check that it landed reads the bytes back, so the send ends `ok`.
+#[tokio::test]
+async fn contract_jsonl_a_write_holding_a_nul_byte_lands_and_ends_ok() {
+    let content = "magic\u{0}header\n";
+    let case = Case {
+        files: vec![],
+        message: "Create blob.bin holding magic, a NUL byte, header.",
+        turns: vec![
+            Reply::tool("write_file", json!({"file_path": "blob.bin", "content": content})),
+            Reply::text(&["blob.bin created."]),
+        ],
+        after: vec![("blob.bin", content.into())],
+        changed: vec!["blob.bin"],
+        reads: vec![(1, "blob.bin")],
+    };
+    let (_, r, mock, w) = send_with(case.turns.clone(), &case.files, case.message, json!({})).await;
+    assert_holds(&case, &r, &mock, w.workspace.path());
+}

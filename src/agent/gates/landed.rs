@@ -9,7 +9,7 @@
 
 use super::verdict::Verdict;
 use crate::agent::send_state::SendState;
-use crate::tools::{content_hash, read_file::MAX_FILE_BYTES};
+use crate::tools::content_hash;
 use crate::wire::{ErrorCode, ErrorEnvelope};
 
 pub(super) async fn review(cx: &mut SendState<'_>) -> Verdict {
@@ -27,9 +27,10 @@ pub(super) async fn review(cx: &mut SendState<'_>) -> Verdict {
         .tools
         .off_thread(move |t| {
             expected.into_iter().find(|(path, hash)| {
-                let on_disk =
-                    t.resolve(&path.to_string_lossy()).ok().and_then(|c| t.read_text(&c, MAX_FILE_BYTES).ok());
-                on_disk.is_none_or(|text| content_hash(text.as_bytes()) != *hash)
+                // The bytes, whatever they hold: a write may land text a
+                // read would refuse (a NUL, more than read_file shows).
+                let on_disk = t.resolve(&path.to_string_lossy()).ok().and_then(|c| t.read_bytes(&c).ok());
+                on_disk.is_none_or(|bytes| content_hash(&bytes) != *hash)
             })
         })
         .await;
