@@ -101,13 +101,25 @@ pub async fn fit(
     ))
 }
 
+/// The summary call's body: streamed with its usage asked for (a server
+/// that reports usage only when asked, as OpenAI's does, would otherwise
+/// leave the side call's tokens at zero), and the session's temperature
+/// only when it sets one (as every turn does: a provider that refuses a
+/// temperature refuses it here too).
 #[derive(Serialize)]
 struct SummaryRequest<'a> {
     model: &'a str,
     messages: [Msg<'a>; 2],
     stream: bool,
+    stream_options: StreamOptions,
     max_tokens: u32,
-    temperature: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -181,8 +193,9 @@ pub async fn compact(
         model: config.compact_model.as_deref().unwrap_or(&config.model),
         messages: [Msg { role: "system", content: SUMMARY_PROMPT }, Msg { role: "user", content: &transcript }],
         stream: true,
+        stream_options: StreamOptions { include_usage: true },
         max_tokens: summary_room,
-        temperature: 0.0,
+        temperature: config.temperature,
     };
     let body = serde_json::to_vec(&body)
         .map(Bytes::from)

@@ -57,6 +57,13 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
 }
 
 fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
+    if args.file_path.ends_with(['/', '\\']) {
+        return Err(ToolError::Failed(format!(
+            "nothing written: {:?} ends with a path separator, so it names a directory; give the path of a file \
+             inside it (parent directories are created)",
+            args.file_path
+        )));
+    }
     let target = ctx.resolve(&args.file_path)?;
     let path = target.path().to_path_buf();
     let shown = ctx.display(&path);
@@ -103,7 +110,16 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
     ctx.note_write(&path, old.as_deref());
     let existed = target.exists();
     if let Err(e) = ctx.write_text(&target, &args.content) {
-        return failed(format!("{shown}: write failed: {e}")).map(Written::from);
+        // A file where a parent directory must be: say which.
+        let blocking = path.ancestors().skip(1).take_while(|a| a.starts_with(&ctx.workspace)).find(|a| a.is_file());
+        return match blocking {
+            Some(file) => failed(format!(
+                "{shown}: nothing written: {} is a file, so it cannot hold {shown}; choose another path",
+                ctx.display(file)
+            )),
+            None => failed(format!("{shown}: write failed: {e}")),
+        }
+        .map(Written::from);
     }
     // The model knows what it wrote: it may replace it again unread.
     ctx.mark_read(&path);
@@ -311,6 +327,21 @@ mod tests {
         let done = run(args(only_a), &ctx).unwrap();
         assert!(matches!(done.effect, Effect::Changed { relaid: false, .. }), "{done:?}");
         assert_eq!(std::fs::read_to_string(root.join("m.py")).unwrap(), only_a, "exactly as sent, never merged");
+    }
+
+    #[test]
+    fn a_directory_path_or_a_file_in_the_way_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("notes"), "a file\n").unwrap();
+        let ctx = ToolContext::new(root.clone(), vec![], Default::default());
+        let args = |p: &str| Args { file_path: p.into(), content: "x\n".into() };
+        let Err(ToolError::Failed(why)) = run(args("newdir/"), &ctx) else { panic!("a directory path was written") };
+        assert!(why.contains("names a directory"), "{why}");
+        assert!(!root.join("newdir").exists(), "no file named after the directory");
+        let Err(ToolError::Failed(why)) = run(args("notes/today.md"), &ctx) else { panic!("written under a file") };
+        assert!(why.contains("notes is a file"), "{why}");
+        assert_eq!(std::fs::read_to_string(root.join("notes")).unwrap(), "a file\n");
     }
 
     #[test]

@@ -144,6 +144,16 @@ async fn a_manual_compact_request_summarises_on_demand() {
     let c = event(&events, "context_compact");
     assert!(c["tokens_after"].as_u64() < c["tokens_before"].as_u64(), "{c}");
     assert!(w.status("st").await["messages_count"].as_u64().unwrap() < 9);
+    // The summary call asks for its usage (a server may send it only when
+    // asked) and sends no temperature the session did not set.
+    let requests = mock.requests();
+    let summary = requests
+        .iter()
+        .map(|r| &r.body)
+        .find(|b| b["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("You condense")))
+        .expect("a summary request");
+    assert_eq!(summary["stream_options"]["include_usage"], true, "{summary}");
+    assert!(summary.get("temperature").is_none(), "{summary}");
 }
 
 #[tokio::test]
