@@ -68,9 +68,11 @@ pub async fn run(
     // it runs one).
     let outcome = (cx.send_loop)(&config, cx.permissions, &mut conv, &mut child, &emit, &args.prompt, &mut spec).await;
     cx.spec.meter.absorb(&meter);
+    // Every model call the child made (its turns and its own side calls)
+    // is a side call of this send: none is a turn of its conversation.
     stats.usage.add(&child.usage);
-    stats.side_calls.calls += child.side_calls.calls;
-    stats.side_calls.usage.add(&child.side_calls.usage);
+    stats.side_calls.calls += child.iterations + child.side_calls.calls;
+    stats.side_calls.usage.add(&child.usage);
     let unseen = child.tool_calls_made.iter().any(|c| !tools::effects_known(&c.name));
     let changed = std::mem::take(&mut child.changed);
     let files: Vec<String> = changed.iter().map(|(p, _)| cx.tools.display(p)).collect();

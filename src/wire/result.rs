@@ -62,8 +62,8 @@ pub struct SendResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_cost_usd: Option<f64>,
     /// 0.3.0: the model calls the conversation did not need (a profile's
-    /// reading of the request or answer, a compaction's summary): how many
-    /// and their usage; absent when none was made.
+    /// reading of the request or answer, a compaction's summary, a
+    /// subagent's calls): how many and their usage; absent when none was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_calls: Option<SideCalls>,
     /// 0.3.0: what the session's log kept of the files this send changed,
@@ -100,7 +100,8 @@ pub struct SendResult {
 }
 
 /// 0.3.0 `result.side_calls`: the model calls of a send that were not
-/// turns of its conversation.
+/// turns of its conversation (readings, a compaction's summary, and every
+/// call a subagent made).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 pub struct SideCalls {
     /// Side calls made (one that failed included).

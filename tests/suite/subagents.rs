@@ -45,6 +45,10 @@ async fn a_task_call_runs_a_child_whose_events_nest_and_whose_answer_and_writes_
     assert_eq!(r["files_changed"], json!(["a.txt"]), "the child's write is the send's: {r}");
     assert_eq!(r["usage"]["prompt_tokens"], 60, "every model call counted, the child's too: {r}");
     let reqs = mock.requests();
+    // The parent's two turns are its iterations; the child's two calls are side calls.
+    assert_eq!((&r["iterations"], &r["side_calls"]["calls"]), (&json!(2), &json!(2)), "{r}");
+    assert_eq!(r["side_calls"]["usage"]["prompt_tokens"], 30, "{r}");
+    assert_eq!(reqs.len(), 4);
     // The parent is offered the task tool; the child only what its definition allows.
     assert!(tool_names(&reqs[0].body).contains(&"task".to_owned()), "{:?}", tool_names(&reqs[0].body));
     let spec = reqs[0].body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "task").unwrap();
