@@ -4,8 +4,8 @@
 //!
 //! Owns: [`run`], the one task that reads the session's outbox (so the
 //! order the loop emits is the order the client sees), the memory of the
-//! last tool call started (a permission request names it), and the
-//! "always" answers of the session.
+//! last tool call started (a permission request names it), the session's
+//! context gauge ([`Gauge`]), and the "always" answers of the session.
 
 use std::sync::Arc;
 
@@ -17,6 +17,8 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 use tokio::sync::mpsc;
 
+use super::gauge::Gauge;
+use super::meta::{PromptMeta, pirn};
 use super::session::AcpSession;
 use super::updates;
 use crate::wire::{Decision, Event, OutgoingMessage};
@@ -32,6 +34,7 @@ pub async fn run(s: Arc<AcpSession>, mut rx: mpsc::Receiver<OutgoingMessage>, cx
     let workspace = s.session.config().workspace.clone();
     let window = s.session.config().window_known(None);
     let mut last_call: Option<String> = None;
+    let mut gauge = Gauge::default();
     while let Some(msg) = rx.recv().await {
         match msg {
             OutgoingMessage::Event(e) => {
@@ -48,7 +51,8 @@ pub async fn run(s: Arc<AcpSession>, mut rx: mpsc::Receiver<OutgoingMessage>, cx
                 if e.parent_call_id.is_some() && matches!(e.event, Event::ContentDelta { .. }) {
                     continue;
                 }
-                for update in updates::from_event(&e.event, &workspace, window) {
+                let gauged = gauge.update(&e.event, window, e.parent_call_id.is_some());
+                for update in updates::from_event(&e.event, &workspace).into_iter().chain(gauged) {
                     if cx.send_notification(SessionNotification::new(s.id.clone(), update)).is_err() {
                         return;
                     }
@@ -58,7 +62,9 @@ pub async fn run(s: Arc<AcpSession>, mut rx: mpsc::Receiver<OutgoingMessage>, cx
                 let responder = s.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&result.id);
                 let Some(responder) = responder else { continue };
                 let answered = match updates::stop_reason(&result) {
-                    Ok(reason) => responder.respond(PromptResponse::new(reason)),
+                    Ok(reason) => {
+                        responder.respond(PromptResponse::new(reason).meta(pirn(&PromptMeta::from(&*result))))
+                    }
                     Err((code, message)) => {
                         let data = serde_json::json!({"code": code, "message": message, "result": &*result});
                         responder.respond_with_error(Error::internal_error().data(data))

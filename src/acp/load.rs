@@ -57,7 +57,7 @@ pub async fn session(
     for update in replay(&messages) {
         cx.send_notification(SessionNotification::new(s.id.clone(), update))?;
     }
-    responder.respond(LoadSessionResponse::new())
+    responder.respond(LoadSessionResponse::new().meta(s.profile_meta()))
 }
 
 /// `session/fork` (ACP's unstable method, offered in
@@ -75,7 +75,7 @@ pub async fn fork(
     let mut config = acp.config(&req.cwd, &req.mcp_servers, Some(&id));
     config.fork_session = Some(true);
     match acp.open(&config, &cx).await {
-        Ok(s) => responder.respond(ForkSessionResponse::new(s.id.clone())),
+        Ok(s) => responder.respond(ForkSessionResponse::new(s.id.clone()).meta(s.profile_meta())),
         Err(e) => responder.respond_with_error(e),
     }
 }

@@ -19,7 +19,9 @@
 
 mod files;
 mod forward;
+mod gauge;
 mod load;
+mod meta;
 mod session;
 mod state;
 mod stdout;
@@ -74,7 +76,8 @@ pub async fn serve(options: AcpOptions) -> i32 {
                     InitializeResponse::new(req.protocol_version)
                         .agent_capabilities(caps)
                         .auth_methods(Vec::new())
-                        .agent_info(Implementation::new("pirn", env!("CARGO_PKG_VERSION")).title("pirn")),
+                        .agent_info(Implementation::new("pirn", env!("CARGO_PKG_VERSION")).title("pirn"))
+                        .meta(a1.profile().map(|profile| meta::pirn(&meta::ProfileMeta { profile }))),
                 )
             },
             agent_client_protocol::on_receive_request!(),
@@ -85,7 +88,7 @@ pub async fn serve(options: AcpOptions) -> i32 {
                         cx: ConnectionTo<Client>| {
                 let config = a2.config(&req.cwd, &req.mcp_servers, None);
                 match a2.open(&config, &cx).await {
-                    Ok(s) => responder.respond(NewSessionResponse::new(s.id.clone())),
+                    Ok(s) => responder.respond(NewSessionResponse::new(s.id.clone()).meta(s.profile_meta())),
                     Err(e) => responder.respond_with_error(e),
                 }
             },

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use agent_client_protocol::Responder;
 use agent_client_protocol::V1;
-use agent_client_protocol::v1::schema::{PromptResponse, SessionId};
+use agent_client_protocol::v1::schema::{Meta, PromptResponse, SessionId};
 
 use crate::session::Session;
 
@@ -21,4 +21,11 @@ pub(crate) struct AcpSession {
     pub pending: Mutex<HashMap<String, Responder<PromptResponse, V1>>>,
     /// Tool name → allowed (true) or rejected (false) for the session.
     pub always: Mutex<HashMap<String, bool>>,
+}
+
+impl AcpSession {
+    /// `_meta` of the answer that opened the session: the profile in force.
+    pub fn profile_meta(&self) -> Meta {
+        super::meta::pirn(&super::meta::ProfileMeta { profile: self.session.config().profile.name.clone() })
+    }
 }

@@ -76,6 +76,15 @@ impl Acp {
         }
     }
 
+    /// The profile a session opened now would get: the command line's
+    /// `--profile`, else `PIRN_PROFILE`, else the model-settings table's
+    /// rule for its model (see `config::profile::choose`); `None` when that
+    /// names no profile (the session would be refused).
+    pub fn profile(&self) -> Option<String> {
+        let model = crate::environment::model_or_default(self.options.model.clone());
+        crate::config::profile::choose(self.options.profile.as_deref(), &self.env, &model).ok().map(|p| p.name)
+    }
+
     /// Opens a pirn session for ACP session setup and starts its forwarder.
     pub async fn open(
         self: &Arc<Self>,

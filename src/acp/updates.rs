@@ -9,7 +9,7 @@
 //! | `content_delta` | `agent_message_chunk` (text) |
 //! | `tool_start` | `tool_call`: `toolCallId` = pirn's `call_id`, `title`, `kind`, `status: in_progress`, `rawInput`, `locations` |
 //! | `tool_end` | `tool_call_update`: `completed` or `failed`, the result text as content, and a `diff` for a file it changed |
-//! | `usage` | `usage_update` (`used`: the prompt's tokens; `size`: the context window), when the window is known |
+//! | `usage`, `context_prune`, `context_compact` | `usage_update` (`used`: the conversation's prompt tokens; `size`: the context window), when the window is known; a side call's usage leaves it ([`super::gauge`]) |
 //! | `tool_output` | `tool_call_update`: `in_progress`, the piece as its text content (the latest piece shows) |
 //! | `plan` | `plan`: every step as an entry with its status (priority `medium`: pirn's plans have none) |
 
@@ -18,17 +18,17 @@ use std::path::Path;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, EmbeddedResourceResource, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 
 use crate::wire::{ErrorCode, Event, SendResult, Status, TodoStatus};
 
 /// The updates one pirn event becomes (none for events ACP has no place
-/// for: heartbeats, retries, errors, which the prompt's answer carries).
-/// `workspace`: the session's root, for absolute `locations`; `window`: the
-/// context window in tokens, when known.
-pub fn from_event(event: &Event, workspace: &Path, window: Option<u32>) -> Vec<SessionUpdate> {
+/// for: heartbeats, retries, errors, which the prompt's answer carries;
+/// the context gauge's are [`super::gauge::Gauge`]'s). `workspace`: the
+/// session's root, for absolute `locations`.
+pub fn from_event(event: &Event, workspace: &Path) -> Vec<SessionUpdate> {
     match event {
         Event::ContentDelta { text } => {
             vec![SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
@@ -78,10 +78,6 @@ pub fn from_event(event: &Event, workspace: &Path, window: Option<u32>) -> Vec<S
                 .collect();
             vec![SessionUpdate::Plan(Plan::new(entries))]
         }
-        Event::Usage(u) => match window {
-            Some(size) => vec![SessionUpdate::UsageUpdate(UsageUpdate::new(u.prompt_tokens, u64::from(size)))],
-            None => Vec::new(),
-        },
         _ => Vec::new(),
     }
 }
@@ -176,7 +172,7 @@ mod tests {
             args: serde_json::json!({"file_path": "src/a.py", "offset": 3}),
             call_id: Some("c1".into()),
         };
-        let v = serde_json::to_value(&from_event(&start, ws, None)[0]).unwrap();
+        let v = serde_json::to_value(&from_event(&start, ws)[0]).unwrap();
         assert_eq!(v["sessionUpdate"], "tool_call");
         assert_eq!(v["toolCallId"], "c1");
         assert_eq!(v["kind"], "read");
@@ -184,9 +180,9 @@ mod tests {
         assert_eq!(v["title"], "read_file src/a.py");
         assert_eq!(v["locations"][0]["path"], "/ws/src/a.py");
         assert_eq!(v["locations"][0]["line"], 3);
-        let text = from_event(&Event::ContentDelta { text: "hi".into() }, ws, None);
+        let text = from_event(&Event::ContentDelta { text: "hi".into() }, ws);
         assert_eq!(serde_json::to_value(&text[0]).unwrap()["content"]["text"], "hi");
-        assert!(from_event(&Event::Heartbeat { duration_ms: 5 }, ws, None).is_empty());
+        assert!(from_event(&Event::Heartbeat { duration_ms: 5 }, ws).is_empty());
     }
 
     #[test]

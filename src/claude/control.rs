@@ -97,6 +97,7 @@ pub fn refused_result(session_id: &str, why: String) -> ResultMsg {
         structured_output: None,
         errors: vec![why],
         stop_reason: None,
+        side_calls: None,
         uuid: uuid(),
     }
 }

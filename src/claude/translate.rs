@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::mapping::claude_name;
 use super::wire::{
-    AssistantBody, AssistantMsg, Block, ClaudeMessageDelta, ClaudeUsage, Out, PermissionDenial, ResultMsg, StreamEvent,
-    StreamEventMsg, TextDelta, UserBody, UserMsg,
+    AssistantBody, AssistantMsg, Block, ClaudeMessageDelta, ClaudeSideCalls, ClaudeUsage, Out, PermissionDenial,
+    ResultMsg, StreamEvent, StreamEventMsg, TextDelta, UserBody, UserMsg,
 };
 use crate::wire::{ErrorCode, Event, SendResult, Status, StopReason};
 
@@ -325,6 +325,7 @@ pub fn result_msg(r: &SendResult, session_id: &str, started: Instant, denials: V
         structured_output: r.structured_output.clone(),
         errors: r.error.iter().map(|e| format!("{}: {}", snake(&e.code), e.message)).collect(),
         stop_reason: stop,
+        side_calls: r.side_calls.as_ref().map(ClaudeSideCalls::from),
         uuid: uuid(),
     }
 }

@@ -241,7 +241,27 @@ pub struct ResultMsg {
     pub errors: Vec<String>,
     /// `end_turn`, `max_turns`, `cancelled`, … (pirn's stop reason).
     pub stop_reason: Option<String>,
+    /// pirn extension: the model calls the conversation did not need (a
+    /// profile's reading of the request or answer, a compaction's
+    /// summary), apart from `num_turns`; their tokens are also in `usage`.
+    /// Absent when none was made (pirn's 0.3.0 `result.side_calls`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub side_calls: Option<ClaudeSideCalls>,
     pub uuid: String,
+}
+
+/// `result.side_calls`: how many side calls the turn made (one that failed
+/// included) and their usage, summed (the calls whose server reported it).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct ClaudeSideCalls {
+    pub calls: u32,
+    pub usage: ClaudeUsage,
+}
+
+impl From<&crate::wire::SideCalls> for ClaudeSideCalls {
+    fn from(s: &crate::wire::SideCalls) -> Self {
+        ClaudeSideCalls { calls: s.calls, usage: ClaudeUsage::from(&s.usage) }
+    }
 }
 
 /// A tool call refused by the permission mode, rules or the SDK.

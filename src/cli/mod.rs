@@ -24,7 +24,7 @@ mod serve;
 mod sessions;
 mod tools;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use exit::{block_on_and_exit, exit_with};
 use pirn::logging;
 
@@ -94,6 +94,19 @@ enum Command {
     Exec(pirn::codex::ExecArgs),
 }
 
+/// The command line parsed; when it asks for help, `pirn run`'s ends with
+/// the profile a run would have ([`run::profile_help`]).
+fn parse(argv: &[String]) -> Cli {
+    let mut command = Cli::command();
+    if argv.iter().any(|a| matches!(a.as_str(), "-h" | "--help" | "help")) {
+        let args = argv.iter().position(|a| a == "run").map_or(&argv[..0], |i| &argv[i + 1..]);
+        let note = run::profile_help(args);
+        command = command.mut_subcommand("run", |run| run.after_help(note));
+    }
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 /// The entry point: picks the front-end and never returns.
 pub fn main() -> ! {
     // The worker path (no arguments) skips argument parsing entirely.
@@ -105,7 +118,7 @@ pub fn main() -> ! {
     // stream-json …` (what the Agent SDKs spawn), `pirn run -p …`.
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let claude = if pirn::claude::is_claude_invocation(&argv, false) {
-        Some(argv)
+        Some(argv.clone())
     } else if argv.first().map(String::as_str) == Some("run") && pirn::claude::is_claude_invocation(&argv[1..], true) {
         Some(argv[1..].to_vec())
     } else {
@@ -115,7 +128,7 @@ pub fn main() -> ! {
         let log = logging::init(None);
         block_on_and_exit(pirn::claude::main(argv), log);
     }
-    let cli = Cli::parse();
+    let cli = parse(&argv);
     let log = logging::init(cli.log.as_deref());
     match cli.command {
         None => block_on_and_exit(pirn::transport::stdio::serve(), log),

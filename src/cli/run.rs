@@ -92,8 +92,9 @@ pub struct RunArgs {
     /// parse checks, the request read by the model; for small local models),
     /// or one of PIRN_MODEL_SETTINGS's (config `profile`) [default:
     /// PIRN_PROFILE, else the table's rule for the model (`small` for
-    /// Qwen2.5-Coder-1.5B), else exact]. `--format text` names the one in
-    /// force on stderr.
+    /// Qwen2.5-Coder-1.5B), else exact]. `--help` ends with the one in
+    /// force for the model given (or PIRN_MODEL's); `--format text` names it
+    /// on stderr.
     #[arg(long, value_name = "NAME")]
     profile: Option<String>,
     /// Offer the plan tool, todo_write (its plan is shown on stderr with
@@ -175,6 +176,36 @@ pub struct RunArgs {
     prices: Option<pirn::wire::Prices>,
     /// The user message.
     prompt: String,
+}
+
+/// The line `pirn run --help` ends with: the profile a run with the
+/// command line `args` (the words after `run`) would have, from its
+/// `--model` (else `PIRN_MODEL`, else `local`) and `--profile` (else
+/// `PIRN_PROFILE`, else the model-settings table's rule for the model, else
+/// `exact`), and where it comes from.
+pub fn profile_help(args: &[String]) -> String {
+    let flag = |name: &str| {
+        let eq = format!("{name}=");
+        args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix(&eq) {
+            Some(v) => Some(v.to_owned()),
+            None if a == name => args.get(i + 1).cloned(),
+            None => None,
+        })
+    };
+    let env = Environment::from_process();
+    let model = pirn::environment::model_or_default(flag("--model"));
+    let asked = flag("--profile").filter(|p| !p.trim().is_empty());
+    let from = if asked.is_some() {
+        "--profile"
+    } else if env.profile.as_deref().is_some_and(|p| !p.trim().is_empty()) {
+        "PIRN_PROFILE"
+    } else {
+        "the model-settings table's rule for the model; exact when none matches"
+    };
+    match pirn::config::profile::choose(asked.as_deref(), &env, &model) {
+        Ok(p) => format!("Profile in force for model `{model}`: {} (from {from}).", p.name),
+        Err(e) => format!("Profile in force for model `{model}`: none, the run would be refused: {e}"),
+    }
 }
 
 /// `--output-schema`: the schema's JSON itself, or a file holding it.

@@ -5,7 +5,8 @@
 //!
 //! Owns: the types of those lines and nothing else; [`super::translate`]
 //! builds them from pirn's events. Field names and the `type` tags are the
-//! SDK's; pirn adds none.
+//! SDK's; pirn adds three fields the SDK ignores: `thread.started`'s
+//! `pirn_profile`, `turn.completed`'s `iterations` and `side_calls`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -17,13 +18,29 @@ pub enum ThreadEvent {
     /// The first line: the thread's id (pirn's session id, which `resume`
     /// takes).
     #[serde(rename = "thread.started")]
-    ThreadStarted { thread_id: String },
+    ThreadStarted {
+        thread_id: String,
+        /// pirn extension: the profile in force (`exact`, `small`, or one
+        /// of the operator's model settings; see `config::profile`).
+        pirn_profile: String,
+    },
     /// The prompt went to the model.
     #[serde(rename = "turn.started")]
     TurnStarted {},
-    /// The turn ended well; `usage` sums every model call of it.
+    /// The turn ended well; `usage` sums every model call of it (side
+    /// calls included).
     #[serde(rename = "turn.completed")]
-    TurnCompleted { usage: ThreadUsage },
+    TurnCompleted {
+        usage: ThreadUsage,
+        /// pirn extension: the model calls made for the conversation
+        /// (pirn's `result.iterations`; side calls not among them).
+        iterations: u32,
+        /// pirn extension: the side calls (a profile's reading of the
+        /// request or answer, a compaction's summary), their count and
+        /// usage apart; absent when none was made.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        side_calls: Option<ThreadSideCalls>,
+    },
     /// The turn ended in failure; `error.message` is what the SDK throws.
     #[serde(rename = "turn.failed")]
     TurnFailed { error: ThreadError },
@@ -60,6 +77,26 @@ pub struct ThreadUsage {
     pub output_tokens: u64,
     /// Reasoning tokens (not reported apart by chat-completions servers: 0).
     pub reasoning_output_tokens: u64,
+}
+
+impl From<&crate::wire::Usage> for ThreadUsage {
+    fn from(u: &crate::wire::Usage) -> Self {
+        ThreadUsage {
+            input_tokens: u.prompt_tokens,
+            cached_input_tokens: u.cached_tokens.unwrap_or(0),
+            output_tokens: u.completion_tokens,
+            ..ThreadUsage::default()
+        }
+    }
+}
+
+/// `turn.completed.side_calls` (pirn's): how many side calls the turn made
+/// (one that failed included) and their usage, summed (the calls whose
+/// server reported it); that usage is also part of `usage`.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ThreadSideCalls {
+    pub calls: u32,
+    pub usage: ThreadUsage,
 }
 
 /// One item (`ThreadItem`): its id (`item_N`, in the order items start)

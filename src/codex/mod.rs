@@ -140,7 +140,8 @@ async fn run(setup: CodexSetup, config: crate::wire::InitConfig, env: Environmen
     };
     let workspace = session.config().workspace.clone();
     if setup.json {
-        write_event(&ThreadEvent::ThreadStarted { thread_id: session.config().session_id.clone() });
+        let (thread_id, pirn_profile) = (session.config().session_id.clone(), session.config().profile.name.clone());
+        write_event(&ThreadEvent::ThreadStarted { thread_id, pirn_profile });
         write_event(&ThreadEvent::TurnStarted {});
     } else {
         eprintln!("pirn exec: thread {} (profile {})", session.config().session_id, session.config().profile.name);

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::events::{
-    FileUpdateChange, ItemDetails, ItemStatus, McpResult, ThreadError, ThreadEvent, ThreadItem, ThreadUsage, TodoEntry,
+    FileUpdateChange, ItemDetails, ItemStatus, McpResult, ThreadError, ThreadEvent, ThreadItem, ThreadSideCalls,
+    ThreadUsage, TodoEntry,
 };
 use crate::wire::{ErrorCode, Event, SendResult, Status, TodoStatus};
 
@@ -144,7 +145,8 @@ impl CodexTurn {
     }
 
     /// The lines that end the turn: the final message, the plan's item
-    /// completed, then `turn.completed` (usage) or `turn.failed`.
+    /// completed, then `turn.completed` (usage, iterations, side calls) or
+    /// `turn.failed`.
     pub fn finish(&mut self, r: &SendResult) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         let open: Vec<ThreadItem> = self.open.drain().map(|(_, i)| i).collect();
@@ -164,12 +166,17 @@ impl CodexTurn {
             out.push(ThreadEvent::ItemCompleted { item });
         }
         if let Some(u) = &r.usage {
-            self.usage.input_tokens = u.prompt_tokens;
-            self.usage.cached_input_tokens = u.cached_tokens.unwrap_or(0);
-            self.usage.output_tokens = u.completion_tokens;
+            self.usage = ThreadUsage::from(u);
         }
         match (r.status, r.error.as_ref()) {
-            (Status::Ok, _) => out.push(ThreadEvent::TurnCompleted { usage: self.usage.clone() }),
+            (Status::Ok, _) => out.push(ThreadEvent::TurnCompleted {
+                usage: self.usage.clone(),
+                iterations: r.iterations,
+                side_calls: r
+                    .side_calls
+                    .as_ref()
+                    .map(|s| ThreadSideCalls { calls: s.calls, usage: ThreadUsage::from(&s.usage) }),
+            }),
             // An interrupted turn ends without a word, as Codex's does.
             (Status::Error, Some(e)) if e.code == ErrorCode::Cancelled => {}
             (Status::Error, e) => {

@@ -312,3 +312,92 @@ async fn session_fork_copies_a_stored_session_and_leaves_it() {
     assert!(!bodies[2].contains("in the fork"), "the origin never saw the fork's turn: {}", bodies[2]);
     assert!(bodies[2].contains("The first answer.") && bodies[2].contains("in the origin"));
 }
+
+/// `pirn acp` spoken to at the JSON-RPC level with `envs` (what an SDK
+/// hides, `_meta` included, is seen), in workspace `ws`.
+struct Rpc {
+    _child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl Rpc {
+    fn start(mock: &MockServer, envs: &[(&str, &str)]) -> Rpc {
+        let mut child = pirn_command(&mock.base_url(), envs)
+            .args(["acp", "--approval-mode", "full-auto"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Rpc { _child: child, stdin, lines, next_id: 0 }
+    }
+
+    /// Calls `method`; its result, and the notifications before it.
+    async fn call(&mut self, method: &str, params: Value) -> (Value, Vec<Value>) {
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        self.stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        let mut notes = Vec::new();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line()).await.unwrap();
+            let v: Value = serde_json::from_str(&line.unwrap().unwrap()).unwrap();
+            if v["id"] == self.next_id {
+                assert!(v.get("error").is_none(), "{method}: {v}");
+                return (v["result"].clone(), notes);
+            }
+            notes.push(v);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_profile_and_each_prompts_side_calls_are_in_meta() {
+    let mock = MockServer::start(vec![Reply::text(&["It returns 1."])]).await;
+    let ws = workspace(&[("app.py", "def f():\n    return 1\n")]);
+    let mut rpc = Rpc::start(&mock, &[("PIRN_PROFILE", "small")]);
+    let (init, _) = rpc.call("initialize", json!({"protocolVersion": 1})).await;
+    assert_eq!(init["_meta"]["pirn"]["profile"], "small", "{init}");
+    let (new, _) = rpc.call("session/new", json!({"cwd": ws.path(), "mcpServers": []})).await;
+    assert_eq!(new["_meta"]["pirn"]["profile"], "small", "{new}");
+    let prompt = json!({"sessionId": new["sessionId"], "prompt": [{"type": "text", "text": "What does f return?"}]});
+    let (answer, _) = rpc.call("session/prompt", prompt).await;
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    // The small profile read the request: one side call, apart from the turn.
+    assert_eq!((mock.requests().len(), mock.readings().len()), (1, 1));
+    let pirn = &answer["_meta"]["pirn"];
+    assert_eq!((pirn["iterations"].as_u64(), pirn["side_calls"]["calls"].as_u64()), (Some(1), Some(1)), "{answer}");
+}
+
+#[tokio::test]
+async fn a_compactions_summary_call_does_not_move_the_context_gauge() {
+    let script: Vec<Reply> = (0..8).map(|i| Reply::text(&[&format!("answer {i}")])).collect();
+    let mock = MockServer::start_windowed(script, 8_192, false).await;
+    let ws = workspace(&[]);
+    let mut rpc = Rpc::start(&mock, &[("PIRN_CONTEXT_WINDOW", "8192")]);
+    rpc.call("initialize", json!({"protocolVersion": 1})).await;
+    let (new, _) = rpc.call("session/new", json!({"cwd": ws.path(), "mcpServers": []})).await;
+    assert_eq!(new["_meta"]["pirn"]["profile"], "exact", "{new}");
+    let (mut used, mut side_calls) = (Vec::new(), 0);
+    for i in 0..8 {
+        let long: String = (0..50).map(|l| format!("turn {i} detail {l}: {}\n", "y".repeat(40))).collect();
+        let prompt = json!({"sessionId": new["sessionId"], "prompt": [{"type": "text", "text": long}]});
+        let (answer, notes) = rpc.call("session/prompt", prompt).await;
+        assert_eq!(answer["_meta"]["pirn"]["iterations"], 1, "{answer}");
+        side_calls += answer["_meta"]["pirn"]["side_calls"]["calls"].as_u64().unwrap_or(0);
+        let gauge = notes.iter().map(|n| &n["params"]["update"]).filter(|u| u["sessionUpdate"] == "usage_update");
+        used.extend(gauge.map(|u| (u["used"].as_u64().unwrap(), u["size"].as_u64().unwrap())));
+    }
+    let summary = |b: &Value| b["messages"][0]["content"].as_str().is_some_and(|c| c.starts_with("You condense"));
+    let requests = mock.requests();
+    let summaries: Vec<u64> = requests.iter().filter(|r| summary(&r.body)).map(|r| r.tokens).collect();
+    assert!(!summaries.is_empty() && side_calls == summaries.len() as u64, "{side_calls} side calls: {summaries:?}");
+    // Every turn's prompt shows; no summary's does (the mock reports each
+    // request's own count as its usage).
+    for turn in requests.iter().filter(|r| !summary(&r.body)) {
+        assert!(used.contains(&(turn.tokens, 8_192)), "turn of {} tokens: {used:?}", turn.tokens);
+    }
+    assert!(summaries.iter().all(|s| !used.iter().any(|(u, _)| u == s)), "{summaries:?} in {used:?}");
+}

@@ -3,12 +3,58 @@
 //! ignored. `add_dirs` (`--add-dir`) widens where the file tools and bash
 //! may write; `env` reaches bash only for the names `PIRN_ENV_PASSTHROUGH`
 //! lists; `setting_sources` picks the user and project instruction files;
-//! an `extra_args` flag pirn does not know fails the connection.
+//! an `extra_args` flag pirn does not know fails the connection. And the
+//! profile's side calls (`--settings` `env.PIRN_PROFILE`), counted apart
+//! in `result.side_calls`, through both SDKs and from a shell.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::claude::{python, python_report, result, turn, workspace};
+use super::claude::{python, python_report, result, turn, typescript, workspace};
 use super::mock::{MockServer, Reply, last_tool_text};
+use super::worker::pirn_command;
+
+#[tokio::test]
+async fn a_profiles_side_calls_are_counted_apart_in_the_result() {
+    let app = [("app.py", "def f():\n    return 1\n")];
+    // From a shell: the small profile reads the request (one side call).
+    for (profile, side_calls) in [("small", Some(1)), ("exact", None)] {
+        let mock = MockServer::start(vec![Reply::text(&["It returns 1."])]).await;
+        let ws = workspace(&app);
+        let out = pirn_command(&mock.base_url(), &[("PIRN_PROFILE", profile)])
+            .args(["-p", "--output-format", "stream-json", "--verbose", "What does f return?"])
+            .current_dir(ws.path())
+            .output()
+            .await
+            .unwrap();
+        let lines: Vec<Value> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let init = lines.iter().find(|l| l["subtype"] == "init").expect("system init");
+        assert_eq!(init["pirn_profile"], profile, "{init}");
+        let r = lines.last().unwrap();
+        assert_eq!((r["type"].as_str(), r["num_turns"].as_u64()), (Some("result"), Some(1)), "{r}");
+        assert_eq!(r["side_calls"]["calls"].as_u64(), side_calls, "{profile}: {r}");
+        assert_eq!(mock.readings().len() as u64, side_calls.unwrap_or(0));
+        if side_calls.is_some() {
+            assert!(r["side_calls"]["usage"]["input_tokens"].is_u64(), "{r}");
+        }
+    }
+    // Through the SDKs, the profile set as Claude Code's settings' env.
+    let settings = r#"{"env": {"PIRN_PROFILE": "small"}}"#;
+    let mock = MockServer::start(vec![Reply::text(&["It returns 1."])]).await;
+    let ws = workspace(&app);
+    let script = json!({"cwd": ws.path(), "prompt": "What does f return?", "options": {"settings": settings}});
+    let report = typescript(&mock, script).await;
+    if report.is_null() {
+        return;
+    }
+    let last = report["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["num_turns"].as_u64(), last["side_calls"]["calls"].as_u64()), (Some(1), Some(1)), "{last}");
+    let mock = MockServer::start(vec![Reply::text(&["It returns 1."])]).await;
+    let script = json!({"cwd": ws.path(), "prompt": "What does f return?", "options": {"settings": settings}});
+    let r = result(&turn(&python(&mock, script).await, 0));
+    assert_eq!((r["subtype"].as_str(), r["num_turns"].as_u64()), (Some("success"), Some(1)), "the SDK parses it: {r}");
+    assert_eq!(mock.readings().len(), 1);
+}
 
 #[tokio::test]
 async fn add_dirs_let_the_tools_write_beyond_the_workspace() {

@@ -269,3 +269,29 @@ async fn read_only_offers_no_write_tools_and_pirn_exec_prints_the_answer_in_a_sh
     assert!(err.contains("Not inside a trusted directory and --skip-git-repo-check was not specified."), "{err}");
     assert_eq!(mock.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn the_profile_starts_the_thread_and_side_calls_are_counted_apart_on_turn_completed() {
+    for (profile, side_calls) in [("small", Some(1)), ("exact", None)] {
+        let mock = MockServer::start(vec![Reply::text(&["It returns 1."])]).await;
+        let ws = workspace(&[("app.py", "def f():\n    return 1\n")]);
+        let cd = ws.path().to_str().unwrap();
+        let out = pirn_command(&mock.base_url(), &[("PIRN_PROFILE", profile)])
+            .args(["exec", "--experimental-json", "--skip-git-repo-check", "--cd", cd, "What does f return?"])
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<Value> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(
+            (lines[0]["type"].as_str(), lines[0]["pirn_profile"].as_str()),
+            (Some("thread.started"), Some(profile))
+        );
+        let done = lines.last().unwrap();
+        assert_eq!((done["type"].as_str(), done["iterations"].as_u64()), (Some("turn.completed"), Some(1)), "{done}");
+        // The small profile read the request: one side call, apart from the turn.
+        assert_eq!(done["side_calls"]["calls"].as_u64(), side_calls, "{profile}: {done}");
+        assert_eq!(mock.readings().len() as u64, side_calls.unwrap_or(0));
+    }
+}

@@ -8,9 +8,13 @@ use super::mock::{MockServer, Reply};
 use super::worker::{pirn_command, signal};
 
 async fn run(base: &str, args: &[&str]) -> (i32, String, String) {
+    run_with(base, args, &[]).await
+}
+
+async fn run_with(base: &str, args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("README.md"), "# demo\n").unwrap();
-    let out = pirn_command(base, &[]).args(args).current_dir(dir.path()).stdin(Stdio::null()).output().await.unwrap();
+    let out = pirn_command(base, envs).args(args).current_dir(dir.path()).stdin(Stdio::null()).output().await.unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
@@ -110,4 +114,37 @@ async fn run_reads_the_request_only_in_a_profile_or_when_told() {
     let (code, _, err) = run(&mock.base_url(), &["run", "--profile", "tiny", "hi"]).await;
     assert_eq!(code, 2, "an unknown profile is a usage error: {err}");
     assert!(err.contains("\"tiny\"") && err.contains("small"), "{err}");
+}
+
+/// Variables of a run's environment.
+type Envs = &'static [(&'static str, &'static str)];
+
+#[tokio::test]
+async fn run_help_states_the_profile_a_run_would_have() {
+    let cases: [(&[&str], Envs, &str); 5] = [
+        (&["run", "--help"], &[], "Profile in force for model `local`: exact (from the model-settings table's rule"),
+        (
+            &["run", "-h"],
+            &[("PIRN_PROFILE", "small")],
+            "Profile in force for model `local`: small (from PIRN_PROFILE).",
+        ),
+        (
+            &["run", "--model", "Qwen2.5-Coder-1.5B-Instruct", "--help"],
+            &[],
+            "`Qwen2.5-Coder-1.5B-Instruct`: small (from the",
+        ),
+        (
+            &["help", "run"],
+            &[("PIRN_MODEL", "qwen2.5-coder-1.5b"), ("PIRN_PROFILE", "exact")],
+            "`qwen2.5-coder-1.5b`: exact (from PIRN_PROFILE)",
+        ),
+        (&["run", "--profile=small", "--help"], &[], "`local`: small (from --profile)."),
+    ];
+    for (args, envs, says) in cases {
+        let (code, out, _) = run_with("http://127.0.0.1:9", args, envs).await;
+        assert_eq!(code, 0, "{args:?}");
+        assert!(out.contains(says), "{args:?} {envs:?}: {out}");
+    }
+    let (_, out, _) = run_with("http://127.0.0.1:9", &["run", "--help"], &[("PIRN_PROFILE", "tiny")]).await;
+    assert!(out.contains("none, the run would be refused") && out.contains("\"tiny\""), "{out}");
 }
