@@ -5,7 +5,7 @@
 //! Owns: [`run`], the one task that reads the session's outbox (so the
 //! order the loop emits is the order the client sees), the memory of the
 //! last tool call started (a permission request names it), the session's
-//! context gauge ([`Gauge`]), and the "always" answers of the session.
+//! context gauge ([`gauge::update`]), and the "always" answers of the session.
 
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 use tokio::sync::mpsc;
 
-use super::gauge::Gauge;
+use super::gauge;
 use super::meta::{PromptMeta, pirn};
 use super::session::AcpSession;
 use super::updates;
@@ -34,7 +34,6 @@ pub async fn run(s: Arc<AcpSession>, mut rx: mpsc::Receiver<OutgoingMessage>, cx
     let workspace = s.session.config().workspace.clone();
     let window = s.session.config().window_known(None);
     let mut last_call: Option<String> = None;
-    let mut gauge = Gauge::default();
     while let Some(msg) = rx.recv().await {
         match msg {
             OutgoingMessage::Event(e) => {
@@ -51,7 +50,7 @@ pub async fn run(s: Arc<AcpSession>, mut rx: mpsc::Receiver<OutgoingMessage>, cx
                 if e.parent_call_id.is_some() && matches!(e.event, Event::ContentDelta { .. }) {
                     continue;
                 }
-                let gauged = gauge.update(&e.event, window, e.parent_call_id.is_some());
+                let gauged = gauge::update(&e.event, window, e.parent_call_id.is_some());
                 for update in updates::from_event(&e.event, &workspace).into_iter().chain(gauged) {
                     if cx.send_notification(SessionNotification::new(s.id.clone(), update)).is_err() {
                         return;

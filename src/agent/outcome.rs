@@ -86,7 +86,7 @@ pub(super) async fn side_call(
             meter.charge_tokens(u.total_tokens);
             stats.usage.add(&u);
             stats.side_calls.usage.add(&u);
-            emit.emit(Event::Usage(u)).await;
+            emit.emit(Event::Usage { usage: u, side_call: Some(true) }).await;
         }
         None => meter.charge_tokens(prompt_estimate + completion.estimated_tokens()),
     }

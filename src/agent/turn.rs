@@ -126,7 +126,7 @@ pub async fn next(cx: &mut SendState<'_>) -> TurnStep {
             cx.conv.budget.record(u.prompt_tokens, sent_bytes);
             cx.spec.meter.charge_tokens(u.total_tokens);
             cx.stats.usage.add(&u);
-            emit.emit(Event::Usage(u)).await;
+            emit.emit(Event::Usage { usage: u, side_call: None }).await;
         }
         None => cx.spec.meter.charge_tokens(prompt + completion.estimated_tokens()),
     }

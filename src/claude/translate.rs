@@ -201,7 +201,8 @@ impl ClaudeTurn {
                     uuid: uuid(),
                 }));
             }
-            Event::Usage(u) => self.usage = Some(ClaudeUsage::from(u)),
+            // A side call's usage is the result's `side_calls`, not a message's.
+            Event::Usage { usage, side_call: None } => self.usage = Some(ClaudeUsage::from(usage)),
             Event::ModelFallback { model, fallback, reason } => {
                 out.push(Out::Fallback(Box::new(super::wire::SystemFallback {
                     subtype: "model_fallback",
@@ -376,12 +377,14 @@ mod tests {
     }
 
     #[test]
-    fn a_model_calls_usage_goes_on_the_first_assistant_message_after_it_once() {
+    fn a_model_calls_usage_goes_on_the_first_assistant_message_after_it_once_and_a_side_calls_on_none() {
         let mut t = ClaudeTurn::new("s1", "m", false);
         let usage =
             crate::wire::Usage { prompt_tokens: 900, completion_tokens: 12, total_tokens: 912, ..Default::default() };
         let start = |id: &str| Event::ToolStart { name: "glob".into(), args: json!({}), call_id: Some(id.into()) };
-        let mut lines = t.event(&Event::Usage(usage));
+        let side = crate::wire::Usage { prompt_tokens: 7, ..Default::default() };
+        let mut lines = t.event(&Event::Usage { usage, side_call: None });
+        lines.extend(t.event(&Event::Usage { usage: side, side_call: Some(true) }));
         lines.extend(t.event(&start("c1")));
         lines.extend(t.event(&start("c2")));
         let v: Vec<Value> = lines.iter().map(|l| serde_json::to_value(l).unwrap()).collect();

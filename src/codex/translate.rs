@@ -125,7 +125,8 @@ impl CodexTurn {
                     }
                 }
             }
-            Event::Usage(u) => {
+            // Every call's, side calls' too: `turn.completed.usage` is the total.
+            Event::Usage { usage: u, .. } => {
                 self.usage.input_tokens += u.prompt_tokens;
                 self.usage.cached_input_tokens += u.cached_tokens.unwrap_or(0);
                 self.usage.output_tokens += u.completion_tokens;

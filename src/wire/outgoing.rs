@@ -133,7 +133,17 @@ pub enum Event {
     /// in the call's result.
     ToolOutput { call_id: String, offset: u64, text: String },
     /// Token usage of one model call.
-    Usage(Usage),
+    Usage {
+        #[serde(flatten)]
+        usage: Usage,
+        /// 0.3.0: `true` for a call the conversation did not need (a
+        /// profile's reading, a compaction's summary: counted in
+        /// `result.side_calls`, not `iterations`); absent for a turn. (A
+        /// subagent's events, marked `parent_call_id`, are its own
+        /// conversation's: its turns are the parent send's side calls.)
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        side_call: Option<bool>,
+    },
     /// 0.3.0: the session's `model` refused a request (`reason`) that its
     /// `fallback_model` may take: this request and the rest of the send go
     /// to `fallback`; the next send tries `model` again.
@@ -215,7 +225,7 @@ impl Event {
             Event::ToolStart { .. } => "tool_start",
             Event::ToolEnd { .. } => "tool_end",
             Event::ToolOutput { .. } => "tool_output",
-            Event::Usage(_) => "usage",
+            Event::Usage { .. } => "usage",
             Event::ModelFallback { .. } => "model_fallback",
             Event::Error { .. } => "error",
             Event::PermissionRequest { .. } => "permission_request",

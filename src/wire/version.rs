@@ -107,9 +107,10 @@ pub fn shape(msg: &mut OutgoingMessage, version: ProtocolVersion) -> bool {
             | Event::ToolOutput { .. } => {
                 return false;
             }
-            Event::Usage(u) => {
+            Event::Usage { usage: u, side_call } => {
                 u.cached_tokens = None;
                 u.cost_usd = None;
+                *side_call = None;
             }
             Event::ContextCompact { tokens_before, tokens_after, summary_tokens } => {
                 *tokens_before = None;

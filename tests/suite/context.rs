@@ -154,6 +154,11 @@ async fn a_manual_compact_request_summarises_on_demand() {
         .expect("a summary request");
     assert_eq!(summary["stream_options"]["include_usage"], true, "{summary}");
     assert!(summary.get("temperature").is_none(), "{summary}");
+    // Its usage event says it was a side call; the turns' do not.
+    let usage: Vec<&Value> = events.iter().map(|e| &e["event"]).filter(|e| e["event"] == "usage").collect();
+    assert_eq!(usage.len(), 1, "the compact request's only model call: {usage:?}");
+    assert_eq!(usage[0]["side_call"], true, "{usage:?}");
+    assert_eq!(r["side_calls"]["calls"], 1, "{r}");
 }
 
 #[tokio::test]
