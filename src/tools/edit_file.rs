@@ -5,11 +5,14 @@
 //! Owns: finding `old_string` (it must occur exactly once, or
 //! `replace_all`), replacing exactly that text with exactly `new_string`
 //! (nothing re-indented, nothing outside the match touched), the one
-//! tolerance of the default (a CRLF file edited with LF text is matched
-//! and written with CRLF, and the result says so), the errors that help
-//! the model when the text is missing (lines that hold it apart from
-//! indentation, `new_string` already there, the closest region) or occurs
-//! several times (how many, on which lines), the atomic write, and the
+//! tolerance of the default (`old_string` as sent is looked for first and
+//! its count decides; only when it occurs nowhere is its CRLF form, and
+//! then `new_string` is written with CRLF; the result says so, see
+//! [`super::edit_write::locate`]), the errors that help the model when the
+//! text is missing (the file's last line break or line endings differ,
+//! lines that hold it apart from indentation or trailing white space, named,
+//! `new_string` already there, the closest region) or occurs several times
+//! (how many, on which lines), the atomic write, and the
 //! excerpt that shows the model what changed. A profile with
 //! `tolerant_edits` adds a small model's help ([`super::edit_tolerant`]).
 
@@ -19,7 +22,10 @@ use serde::Deserialize;
 use super::confine::Confined;
 use super::context::ToolContext;
 use super::edit_made::MIN_ALREADY_CHARS;
-use super::edit_write::{Applied, Edit, excerpt, fail, line_of, made_already, near_miss, write};
+use super::edit_write::{
+    Applied, Edit, all_crlf, ending_hint, excerpt, fail, line_of, locate, made_already, near_miss, to_crlf,
+    white_space_differences, write,
+};
 use super::error::ToolError;
 use super::output::{Effect, Written, content_hash};
 use super::read_file::MAX_FILE_BYTES;
@@ -104,24 +110,13 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     };
     ctx.mark_read(&path);
     ctx.note_write(&path, Some(&content));
-    // A file with CRLF line endings and an edit written with LF ones: the
-    // edit is looked for, and written, with CRLF (the result says so); in
-    // a file of mixed endings where only the LF text occurs, as sent.
-    let file_crlf = content.contains("\r\n");
-    let sent_lf = !args.old_string.contains("\r\n") && !args.new_string.contains("\r\n");
-    let multi_line = args.old_string.contains('\n') || args.new_string.contains('\n');
-    let mut crlf = file_crlf && sent_lf && multi_line;
-    let (mut old, mut new) = (args.old_string.clone(), args.new_string.clone());
-    if crlf {
-        (old, new) = (old.replace('\n', "\r\n"), new.replace('\n', "\r\n"));
-    }
-    let mut starts: Vec<usize> = content.match_indices(&old).map(|(i, _)| i).collect();
-    if crlf && starts.is_empty() && content.contains(&args.old_string) {
-        crlf = false;
-        (old, new) = (args.old_string.clone(), args.new_string.clone());
-        starts = content.match_indices(&old).map(|(i, _)| i).collect();
-    }
-    let edit = Edit { target: &target, shown: &shown, content: &content, crlf: file_crlf, old: &old, new: &new };
+    // The text as sent is looked for first; only when it occurs nowhere,
+    // its CRLF form (a CRLF file edited with LF text). The result says
+    // whenever a line ending was converted.
+    let found = locate(&content, &args.old_string, &args.new_string);
+    let (starts, old, mut new, endings) = (found.starts, found.old, found.new, found.endings);
+    let edit =
+        Edit { target: &target, shown: &shown, content: &content, crlf: all_crlf(&content), old: &old, new: &new };
     if starts.is_empty() {
         return if tolerant {
             super::edit_tolerant::miss(ctx, &args.old_string, &args.new_string, &edit)
@@ -153,8 +148,6 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
     write(ctx, &target, &content, &updated, &shown)?;
     let first_line = line_of(&content, starts[0]);
     let new_lines = new.matches('\n').count() + 1;
-    let endings =
-        if crlf { " old_string was matched, and new_string written, with the file's CRLF line endings." } else { "" };
     let text = format!(
         "edited {shown}: replaced {} occurrence{} ({} → {} bytes).{endings} Lines around the first change:\n{}",
         starts.len(),
@@ -174,12 +167,16 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
 fn exact_miss(ctx: &ToolContext, args: &Args, e: &Edit<'_>) -> Result<Applied, ToolError> {
     let (content, shown) = (e.content, e.shown);
     let loose = super::edit_tolerant::loose_matches(content, &args.old_string);
-    let hint = if let [(from, to, _)] = &loose[..] {
+    let hint = if let Some(endings) = ending_hint(content, &args.old_string) {
+        endings
+    } else if let [(from, to, _)] = &loose[..] {
         let (first, last) = (line_of(content, *from), line_of(content, *to));
+        let lines = if first == last { format!("Line {first} holds") } else { format!("Lines {first}-{last} hold") };
+        let differences = white_space_differences(content, *from, *to, &args.old_string);
+        let which = if differences.is_empty() { String::new() } else { format!(" ({})", differences.join("; ")) };
         format!(
-            "Lines {first}-{last} hold the same text apart from indentation or trailing white space:\n{}Copy \
-             old_string from them exactly as the file has them, and give new_string the indentation the file \
-             should get.",
+            "{lines} the same text apart from indentation or trailing white space{which}:\n{}Copy old_string \
+             from them exactly as the file has them, and give new_string the indentation the file should get.",
             excerpt(content, first, last - first + 1)
         )
     } else if loose.len() > 1 {
@@ -192,7 +189,9 @@ fn exact_miss(ctx: &ToolContext, args: &Args, e: &Edit<'_>) -> Result<Applied, T
         )
     } else if let Some(at) = content.find(e.new.trim()).filter(|_| e.new.trim().len() >= MIN_ALREADY_CHARS) {
         format!("new_string is already in the file at line {}: the edit may be made already.", line_of(content, at))
-    } else if ctx.held_before(e.target.path(), e.old) {
+    } else if ctx.held_before(e.target.path(), &args.old_string)
+        || ctx.held_before(e.target.path(), &to_crlf(&args.old_string))
+    {
         "It was in the file before this request's earlier change, which changed that part. Read the file to \
          see it as it is now."
             .to_owned()
@@ -288,5 +287,74 @@ mod tests {
         let (said, after) = edit(mixed, "b\nc", "b\nC", false, Default::default());
         assert_eq!(after, "a\r\nb\nC\n");
         assert!(!said.contains("CRLF"), "{said}");
+    }
+
+    #[test]
+    fn the_text_as_sent_is_matched_before_its_crlf_form_and_counted_alone() {
+        // Once as sent (lines 4-5), once in CRLF form (lines 1-2): the one sent is edited.
+        let (said, after) = edit("a\r\nb\r\nx\na\nb\n", "a\nb", "A\nB", false, Default::default());
+        assert_eq!(after, "a\r\nb\r\nx\nA\nB\n", "{said}");
+        assert!(!said.contains("CRLF") && said.contains("replaced 1 occurrence"), "{said}");
+        // Twice in CRLF form, once as sent: not ambiguous.
+        let mixed = "a\r\nb\r\na\r\nb\r\nx\na\nb\n";
+        let (said, after) = edit(mixed, "a\nb", "A\nB", false, Default::default());
+        assert_eq!(after, "a\r\nb\r\na\r\nb\r\nx\nA\nB\n", "{said}");
+        // Twice as sent: ambiguous on those lines, whatever the CRLF form does.
+        let (said, after) = edit("a\r\nb\r\na\nb\na\nb\n", "a\nb", "A\nB", false, Default::default());
+        assert!(said.contains("occurs 2 times (lines 3, 5)"), "{said}");
+        assert_eq!(after, "a\r\nb\r\na\nb\na\nb\n");
+        // Twice only in CRLF form: ambiguous there.
+        let (said, _) = edit("a\r\nb\r\na\r\nb\r\n", "a\nb", "A\nB", false, Default::default());
+        assert!(said.contains("occurs 2 times (lines 1, 3)"), "{said}");
+    }
+
+    #[test]
+    fn new_string_gets_crlf_only_from_a_crlf_match_or_an_all_crlf_file() {
+        // An LF file with one stray CRLF: new_string lands as sent, nothing said of CRLF.
+        let stray = "line1\nline2\r\nline3\nline4\n";
+        let (said, after) = edit(stray, "line4", "line4\nline5", false, Default::default());
+        assert_eq!(after, "line1\nline2\r\nline3\nline4\nline5\n");
+        assert!(!said.contains("CRLF"), "{said}");
+        let py = "s = \"a\r\nb\"\ndef f():\n    return 1\n";
+        let (said, after) = edit(py, "    return 1", "    x = 1\n    return x", false, Default::default());
+        assert_eq!(after, "s = \"a\r\nb\"\ndef f():\n    x = 1\n    return x\n", "{said}");
+        // An all-CRLF file and an old_string of one line: new_string's breaks are the file's, said so.
+        let (said, after) = edit("a\r\nb\r\n", "b", "b\nc", false, Default::default());
+        assert_eq!(after, "a\r\nb\r\nc\r\n");
+        assert!(said.contains("written as CRLF"), "{said}");
+        // LF old_string, CRLF new_string in a CRLF file: matched, new_string as sent.
+        let (said, after) = edit("a\r\nb\r\n", "a\nb", "a\r\nB", false, Default::default());
+        assert_eq!(after, "a\r\nB\r\n");
+        assert!(said.contains("matched with the CRLF ones") && !said.contains("written as CRLF"), "{said}");
+        // The small profile re-indents with the endings the matched lines have.
+        let small = || super::super::WriteHelp { tolerant_edits: true, ..Default::default() };
+        let (said, after) = edit("s = '\r\n'\nif a:\n    x = 1\n", "x = 1", "x = 1\ny = 2", false, small());
+        assert_eq!(after, "s = '\r\n'\nif a:\n    x = 1\n    y = 2\n", "{said}");
+        let (old, new) = ("  x = 1\n  z = 3", "  x = 2\n  z = 4");
+        let (said, after) = edit("if a:\r\n    x = 1\r\n    z = 3\r\n", old, new, false, small());
+        assert_eq!(after, "if a:\r\n    x = 2\r\n    z = 4\r\n", "{said}");
+        let (said, after) = edit("s = '\r\n'\nif a:\n    x = 1\n    z = 3\n", old, new, false, small());
+        assert_eq!(after, "s = '\r\n'\nif a:\n    x = 2\n    z = 4\n", "{said}");
+    }
+
+    #[test]
+    fn a_miss_names_a_missing_final_line_break_other_line_endings_or_the_white_space() {
+        let (said, after) = edit("a\nb", "b\n", "c\n", false, Default::default());
+        assert_eq!(after, "a\nb");
+        assert!(said.contains("does not end with a line break") && said.contains("line 2"), "{said}");
+        assert!(!said.contains("indentation"), "{said}");
+        // CRLF old_string against an LF file.
+        let (said, after) = edit("a\nb\nc\n", "a\r\nb", "A\r\nB", false, Default::default());
+        assert_eq!(after, "a\nb\nc\n");
+        assert!(said.contains("Lines 1-2") && said.contains("there are LF, old_string's are CRLF"), "{said}");
+        // A region of mixed endings that neither form matches.
+        let (said, _) = edit("a\r\nb\nc\n", "a\nb\nc", "x", false, Default::default());
+        assert!(said.contains("there are CRLF and LF, old_string's are LF"), "{said}");
+        // Trailing spaces and indentation that differ are named.
+        let (said, _) = edit("x = 1  \n    y = 2\n", "x = 1\n  y = 2", "z", false, Default::default());
+        assert!(said.contains("line 1's trailing white space: 2 spaces in the file, none in old_string"), "{said}");
+        assert!(said.contains("line 2's indentation: 4 spaces in the file, 2 spaces in old_string"), "{said}");
+        let (said, _) = edit("\tx = 1\n", "x = 1  ", "z", false, Default::default());
+        assert!(said.contains("Line 1 holds") && said.contains("1 tab in the file, none"), "{said}");
     }
 }

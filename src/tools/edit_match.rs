@@ -166,7 +166,7 @@ pub fn gapped(content: &str, old: &str, new: &str) -> Option<Gapped> {
     if kept.iter().all(|k| *k) && inserted.iter().all(Vec::is_empty) {
         return None;
     }
-    let eol = if content.contains("\r\n") { "\r\n" } else { "\n" };
+    let eol = if file[map[0]].ends_with("\r\n") { "\r\n" } else { "\n" };
     let file_indent: String = file[map[0]].chars().take_while(|c| *c == ' ' || *c == '\t').collect();
     let old_first = old.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let old_indent: String = old_first.chars().take_while(|c| *c == ' ' || *c == '\t').collect();

@@ -42,7 +42,9 @@ pub(super) fn miss(ctx: &ToolContext, old_string: &str, new_string: &str, e: &Ed
     // Same lines but for indentation and trailing spaces: edit them, re-indented.
     if let [(from, to, indent)] = &loose_matches(content, old_string)[..] {
         let (from, to) = (*from, *to);
-        let eol = if e.crlf { "\r\n" } else { "\n" };
+        // The line endings the matched lines have (the file's, at its end).
+        let crlf = content[to..].starts_with("\r\n") || (to == content.len() && e.crlf);
+        let eol = if crlf { "\r\n" } else { "\n" };
         let replacement = reindent(new_string, indent, old_string, eol);
         let updated = format!("{}{replacement}{}", &content[..from], &content[to..]);
         write(ctx, e.target, content, &updated, shown)?;

@@ -27,6 +27,7 @@ mod contract;
 mod contract_edges;
 mod contract_surfaces;
 mod cost;
+mod edit_line_endings;
 mod errors;
 mod failover;
 mod fallback;
