@@ -35,8 +35,9 @@ pub struct Conversation {
     count: Arc<AtomicU64>,
     /// Token accounting against the context window.
     pub budget: crate::context::Budget,
-    /// Files the model has read in this session (see `ToolContext::read_files`).
-    pub read_files: Arc<std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>>,
+    /// Files the model has seen in this session, each with the hash of the
+    /// bytes it saw (see `ToolContext::read_files`).
+    pub read_files: Arc<std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, u64>>>,
     /// The model's plan (see [`plan`]).
     pub plan: Plan,
     /// Where each committed message is logged (none when not persisted).

@@ -1,7 +1,7 @@
 //! [`ToolContext`]: what every tool call may use (the workspace and the
 //! extra roots it may reach, cancellation, the result cap, the sandbox and
 //! environment `bash` gets, the client's file system), and the per-session
-//! and per-send records the file tools share: files read, rewrites held
+//! and per-send records the file tools share: files seen (and as what), rewrites held
 //! back, files written and whether they parsed before (which of them parse
 //! no more is [`super::parse_notes`]'), and running file work off the async
 //! threads ([`ToolContext::off_thread`]).
@@ -12,7 +12,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::cap::MAX_RESULT_BYTES;
 use super::confine::{self, PathError};
+use super::output::content_hash;
 use super::{client_files, syntax};
+
+/// Whether `write_file` may replace an existing file
+/// ([`ToolContext::may_overwrite`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overwrite {
+    /// Yes: the model has seen the file as it is (or it does not exist).
+    Allowed,
+    /// No: the model has not read the file in this session.
+    Unread,
+    /// No: the file's bytes changed since the model last read or wrote it.
+    ChangedSinceRead,
+}
 
 /// What every tool call may use.
 #[derive(Debug, Clone)]
@@ -26,10 +39,13 @@ pub struct ToolContext {
     /// Most bytes of one result ([`MAX_RESULT_BYTES`], less on a small
     /// context window).
     pub result_cap: usize,
-    /// Files read with `read_file` in this session. When set, `write_file`
-    /// refuses to overwrite an existing file that was not read first (a
-    /// model that never saw a file must not replace it blindly).
-    pub read_files: Option<std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>>,
+    /// What the model has seen of each file in this session: the
+    /// [`content_hash`] of its bytes when a file tool last read it, showed
+    /// it or wrote it. When set, `write_file` refuses to replace an existing
+    /// file the model never saw, or one whose bytes changed since (a
+    /// command, a hook, the user): a whole-file write from an old view would
+    /// undo that change unseen ([`ToolContext::may_overwrite`]).
+    pub read_files: Option<std::sync::Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, u64>>>>,
     /// Files whose rewrite `write_file` already held back once in this send
     /// (see `write_file::MOSTLY_DROPPED`).
     pub warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
@@ -147,7 +163,10 @@ impl ToolContext {
         if let Some(cp) = self.checkpoint.as_ref().filter(|_| on_disk) {
             cp.before_write(target.path());
         }
-        client_files::write_text(self.client_files.as_deref(), target, text)
+        client_files::write_text(self.client_files.as_deref(), target, text)?;
+        // The model knows what it wrote: it may replace it again unread.
+        self.seen(target.path(), text.as_bytes());
+        Ok(())
     }
 
     /// Records that `path` is about to change; `before` is its text (none
@@ -183,10 +202,22 @@ impl ToolContext {
         paths
     }
 
-    /// Records that `path` was read (see [`ToolContext::read_files`]).
-    pub fn mark_read(&self, path: &Path) {
-        if let Some(set) = &self.read_files {
-            set.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf());
+    /// Records that the model has seen `target` as it is now (read, or shown
+    /// whole in a result): its current bytes' hash, read through
+    /// [`ToolContext::read_bytes`]. A file that cannot be read is left as it
+    /// was.
+    pub fn mark_read(&self, target: &confine::Confined) {
+        if self.read_files.is_some()
+            && let Ok(bytes) = self.read_bytes(target)
+        {
+            self.seen(target.path(), &bytes);
+        }
+    }
+
+    /// Records that the model has seen `path` holding `bytes`.
+    fn seen(&self, path: &Path, bytes: &[u8]) {
+        if let Some(map) = &self.read_files {
+            map.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf(), content_hash(bytes));
         }
     }
 
@@ -195,11 +226,22 @@ impl ToolContext {
         self.warned.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf())
     }
 
-    /// False when overwriting `path` needs a `read_file` first.
-    pub fn may_overwrite(&self, path: &Path) -> bool {
-        match &self.read_files {
-            Some(set) => !path.is_file() || set.lock().unwrap_or_else(|p| p.into_inner()).contains(path),
-            None => true,
+    /// Whether `write_file` may replace `target` (see
+    /// [`ToolContext::read_files`]): always when nothing records reads or
+    /// the file does not exist; else only when the model has seen the file
+    /// and its bytes are still those it saw (compared by hash, so a file
+    /// rewritten with the same bytes, or only touched, still counts as seen).
+    pub fn may_overwrite(&self, target: &confine::Confined) -> Overwrite {
+        let Some(map) = &self.read_files else { return Overwrite::Allowed };
+        if !target.path().is_file() {
+            return Overwrite::Allowed;
+        }
+        let Some(seen) = map.lock().unwrap_or_else(|p| p.into_inner()).get(target.path()).copied() else {
+            return Overwrite::Unread;
+        };
+        match self.read_bytes(target) {
+            Ok(bytes) if content_hash(&bytes) != seen => Overwrite::ChangedSinceRead,
+            _ => Overwrite::Allowed,
         }
     }
 

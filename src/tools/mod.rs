@@ -48,6 +48,7 @@ pub mod task;
 pub mod todo;
 pub mod whole_file;
 pub mod write_file;
+mod write_refusal;
 
 pub use cap::{MAX_RESULT_BYTES, PREVIEW_CHARS, cap_output, preview};
 pub(crate) use cap::{ceil_char_boundary, floor_char_boundary};

@@ -54,6 +54,10 @@ pub enum Hold {
     /// The file exists and the model had not read it: it was shown in the
     /// result and counts as read from then on.
     NotRead,
+    /// The file changed since the model last read or wrote it (a command, a
+    /// hook, the user): the write would have undone that change. It was
+    /// shown in the result and counts as read from then on.
+    ChangedSinceRead,
 }
 
 /// What a file-writing tool returns: the text for the model and its effect.

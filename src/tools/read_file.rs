@@ -75,7 +75,7 @@ pub fn run(args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         Err(e) => return failed(format!("{shown}: cannot read: {e}")),
     }
     let offset = args.offset.unwrap_or(1).max(1);
-    ctx.mark_read(&path);
+    ctx.mark_read(&target);
     let mut limit =
         if offset == 1 && len <= WHOLE_FILE_BYTES { usize::MAX } else { args.limit.unwrap_or(DEFAULT_LIMIT).max(1) };
     let mut capped = false;

@@ -53,7 +53,7 @@ pub fn chat_file_note(ctx: &ToolContext, target: &str) -> Option<String> {
     if text.contains('\0') {
         return None;
     }
-    ctx.mark_read(confined.path());
+    ctx.mark_read(&confined);
     let fence = "`".repeat(longest_backtick_run(&text).max(2) + 1);
     let newline = if text.is_empty() || text.ends_with('\n') { "" } else { "\n" };
     Some(format!(
@@ -71,6 +71,7 @@ fn longest_backtick_run(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::context::Overwrite;
     use tokio_util::sync::CancellationToken;
 
     #[test]
@@ -78,12 +79,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.md"), "x\n````\ny").unwrap();
         let root = dir.path().canonicalize().unwrap();
-        let mut ctx = ToolContext::new(root.clone(), Vec::new(), CancellationToken::new());
+        let mut ctx = ToolContext::new(root, Vec::new(), CancellationToken::new());
         ctx.read_files = Some(Default::default());
-        assert!(!ctx.may_overwrite(&root.join("a.md")));
+        let a = ctx.resolve("a.md").unwrap();
+        assert_eq!(ctx.may_overwrite(&a), Overwrite::Unread);
         let note = chat_file_note(&ctx, "a.md").unwrap();
         assert!(note.starts_with("a.md now holds:\n\na.md\n`````\nx\n````\ny\n`````\n\n"), "{note}");
-        assert!(ctx.may_overwrite(&root.join("a.md")), "shown whole, it counts as read");
+        assert_eq!(ctx.may_overwrite(&a), Overwrite::Allowed, "shown whole, it counts as read");
         assert!(chat_file_note(&ctx, "missing.py").is_none());
         assert!(chat_file_note(&ctx, "../outside.py").is_none());
         assert_eq!(longest_backtick_run("no ticks"), 0);

@@ -3,7 +3,9 @@
 //! Owns: parent-directory creation, the temp-file-and-rename write (same
 //! directory, so the rename is atomic), keeping an existing file's
 //! permissions, and two guards against a model destroying a file by
-//! mistake: an existing file must have been read first (always), and, in a
+//! mistake: an existing file must have been read first and be as the model
+//! last saw it (always: a whole-file write from an old view would undo a
+//! change a command, a hook or the user made since), and, in a
 //! profile that asks for it, a rewrite that would remove most of a file's
 //! lines is held back once with an error that shows what it removes (see
 //! [`MOSTLY_DROPPED`]); the same write asked for again lands.
@@ -16,7 +18,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::confine::Confined;
-use super::context::ToolContext;
+use super::context::{Overwrite, ToolContext};
 use super::error::{ToolError, failed};
 use super::output::{Effect, Hold, Written, content_hash, same_lines};
 
@@ -76,29 +78,15 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
              files created)"
         )));
     }
-    if !ctx.may_overwrite(&path) {
-        // Shown now, and counted as read: the next write is an informed one.
-        let Some(text) = old.as_deref().filter(|t| t.len() <= SHOWN_UNREAD) else {
-            return Err(ToolError::Failed(format!(
-                "{shown} already exists and you have not read it: read it with read_file first, then change part \
-                 of it with edit_file (or write the complete new content with write_file)"
-            )));
-        };
-        ctx.mark_read(&path);
-        let message = format!(
-            "nothing written: {shown} already exists and you had not read it. It holds:\n{}Now change the part \
-             that needs changing with edit_file, or call write_file again with the complete new content.",
-            numbered_all(text)
-        );
-        // A profile that holds writes back counts this one as held: a send
-        // that never makes it is not `ok` (the `HeldBack` gate).
-        return Err(match ctx.help.hold_large_writes {
-            true => ToolError::HeldBack { path, why: Hold::NotRead, message },
-            false => ToolError::Failed(message),
-        });
+    let unchanged = old.as_deref() == Some(args.content.as_str());
+    match ctx.may_overwrite(&target) {
+        Overwrite::Allowed => {}
+        // Writing the bytes the file holds undoes nothing.
+        Overwrite::ChangedSinceRead if unchanged => {}
+        refused => return Err(super::write_refusal::refuse(ctx, &target, &shown, old.as_deref(), refused)),
     }
-    if old.as_deref() == Some(args.content.as_str()) {
-        ctx.mark_read(&path);
+    if unchanged {
+        ctx.mark_read(&target);
         return Ok(Written {
             text: format!("no change: {shown} already holds exactly this content; nothing written."),
             effect: Effect::Unchanged { path },
@@ -121,8 +109,6 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
         }
         .map(Written::from);
     }
-    // The model knows what it wrote: it may replace it again unread.
-    ctx.mark_read(&path);
     let relaid = old.as_deref().is_some_and(|old| same_lines(old, &args.content));
     let note = if relaid {
         " (the same lines as before: only white space at line ends or at the end of the file differs)".to_owned()
@@ -142,15 +128,6 @@ fn write(args: Args, ctx: &ToolContext) -> Result<Written, ToolError> {
         ),
         effect: Effect::Changed { hash: content_hash(args.content.as_bytes()), path, created: !existed, relaid },
     })
-}
-
-/// An unread file up to this size (bytes) is shown when a write to it is
-/// refused.
-const SHOWN_UNREAD: usize = super::read_file::WHOLE_FILE_BYTES as usize;
-
-/// Every line of `text`, numbered as `read_file` numbers them.
-fn numbered_all(text: &str) -> String {
-    text.lines().enumerate().map(|(i, l)| format!("{:>6}\t{l}\n", i + 1)).collect()
 }
 
 /// The existing file's text, when it is one `read_file` could have shown

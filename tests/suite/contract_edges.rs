@@ -220,3 +220,63 @@ async fn contract_the_claude_surface_names_its_profile_and_takes_one_from_settin
     assert_eq!(init(None).await, "exact");
     assert_eq!(init(Some(r#"{"env": {"PIRN_PROFILE": "small"}}"#)).await, "small");
 }
+
+/// Claude Code's `Write` refuses to replace a file changed since it was
+/// read: a whole-file write from the model's old view would undo the
+/// change unseen. Here the user changes the file between two sends of one
+/// session; the model's second write, from its first view, is refused with
+/// the file as it is now, and its write from that view lands as sent.
+#[tokio::test]
+async fn contract_a_write_from_an_old_view_does_not_undo_a_change_made_since() {
+    let (before, by_user) = ("TIMEOUT = 10\nRETRIES = 3\n", "TIMEOUT = 30\nRETRIES = 5\n");
+    let (stale, fresh) = ("TIMEOUT = 30\nRETRIES = 3\nDEBUG = False\n", "TIMEOUT = 30\nRETRIES = 5\nDEBUG = False\n");
+    let write = |content: &str| Reply::tool("write_file", json!({"file_path": "settings.py", "content": content}));
+    let script = vec![
+        read("settings.py"),
+        write("TIMEOUT = 30\nRETRIES = 3\n"),
+        Reply::text(&["TIMEOUT is 30."]),
+        write(stale),
+        write(fresh),
+        Reply::text(&["Added DEBUG."]),
+    ];
+    let mock = MockServer::start(script).await;
+    let w = Worker::spawn(&mock.base_url(), &[]).await;
+    std::fs::write(w.workspace.path().join("settings.py"), before).unwrap();
+    let (mut w, _) = w.init("0.3.0", json!({})).await;
+    w.write(json!({"type": "send", "id": "s1", "message": "Set TIMEOUT to 30 in settings.py."})).await;
+    let (_, first) = w.result_for("s1").await;
+    assert_eq!(first["status"], "ok", "{first}");
+    std::fs::write(w.workspace.path().join("settings.py"), by_user).unwrap();
+    w.write(json!({"type": "send", "id": "s2", "message": "Add DEBUG = False to settings.py."})).await;
+    let (events, second) = w.result_for("s2").await;
+    let ends = tool_ends(&events);
+    assert_eq!((ends[0]["is_error"].as_bool(), ends[1]["is_error"].as_bool()), (Some(true), Some(false)), "{ends:?}");
+    let refused = &tool_texts(&mock.requests()[4].body)[0];
+    assert!(refused.contains("nothing written: settings.py changed since you last read it"), "{refused}");
+    assert!(refused.contains("     2\tRETRIES = 5\n"), "the file as it is now: {refused}");
+    assert_bytes(w.workspace.path(), "settings.py", fresh);
+    assert_eq!((second["status"].as_str(), &second["files_changed"]), (Some("ok"), &json!(["settings.py"])));
+    assert_eq!(mock.readings().len(), 0);
+}
+
+/// The same within one send: a command the model ran changed the file
+/// after its read (here `sed -i`); its write from the read is refused.
+#[tokio::test]
+async fn contract_a_write_after_a_command_changed_the_file_is_refused_then_lands_as_sent() {
+    let script = vec![
+        read("v.txt"),
+        Reply::tool("bash", json!({"command": "sed -i 's/1.0/1.1/' v.txt"})),
+        Reply::tool("write_file", json!({"file_path": "v.txt", "content": "version 1.0\nname demo\n"})),
+        Reply::tool("write_file", json!({"file_path": "v.txt", "content": "version 1.1\nname demo\n"})),
+        Reply::text(&["Done."]),
+    ];
+    let files = [("v.txt", "version 1.0\n")];
+    let (events, r, _mock, w) = send_with(script, &files, "Bump v.txt to 1.1 and add its name.", json!({})).await;
+    let ends = tool_ends(&events);
+    assert_eq!(
+        ends.iter().map(|e| e["is_error"].as_bool()).collect::<Vec<_>>(),
+        [Some(false), Some(false), Some(true), Some(false)]
+    );
+    assert_bytes(w.workspace.path(), "v.txt", "version 1.1\nname demo\n");
+    assert_eq!(r["status"], "ok", "{r}");
+}

@@ -2,7 +2,8 @@
 //!
 //! Reads: [`crate::agent::facts::Facts::held_back`], the `write_file` calls
 //! a profile's help held back ([`Hold`]: a rewrite that would have removed
-//! most of a file, or a write over a file the model had not read) and that
+//! most of a file, or a write over a file the model had not read or that
+//! changed since it read it) and that
 //! were neither asked for again nor superseded by a later change of that
 //! file (only a profile with `hold_large_writes` holds any). May: send the
 //! model back once, saying which files were not written, why, and how to
@@ -24,8 +25,8 @@ pub(super) fn review(cx: &mut SendState<'_>) -> Verdict {
     }
     let held: Vec<(String, Hold)> = cx.facts.held_back.iter().map(|(p, why)| (cx.shown(p), *why)).collect();
     let files = |hold: Hold| -> Vec<String> { held.iter().filter(|h| h.1 == hold).map(|h| h.0.clone()).collect() };
-    let (removing, unread) = (files(Hold::MostlyRemoved), files(Hold::NotRead));
-    if unread.is_empty() {
+    let (removing, unread, changed) = (files(Hold::MostlyRemoved), files(Hold::NotRead), files(Hold::ChangedSinceRead));
+    if unread.is_empty() && changed.is_empty() {
         // Only rewrites held back: the texts measured since issue 68.
         let files = removing.join(", ");
         if !cx.fire_once(Gate::HeldBack) {
@@ -51,7 +52,18 @@ pub(super) fn review(cx: &mut SendState<'_>) -> Verdict {
             removing.join(", ")
         ));
     }
-    why.push(format!("your write_file to {} was refused because you had not read the file first", unread.join(", ")));
+    if !unread.is_empty() {
+        why.push(format!(
+            "your write_file to {} was refused because you had not read the file first",
+            unread.join(", ")
+        ));
+    }
+    if !changed.is_empty() {
+        why.push(format!(
+            "your write_file to {} was refused because the file had changed since you read it",
+            changed.join(", ")
+        ));
+    }
     let why = why.join("; ");
     if !cx.fire_once(Gate::HeldBack) {
         let message = format!(
