@@ -163,9 +163,13 @@ impl ToolContext {
         if let Some(cp) = self.checkpoint.as_ref().filter(|_| on_disk) {
             cp.before_write(target.path());
         }
+        // The model knows what it wrote, but only on top of what it saw: an
+        // edit of a file changed since leaves that change unseen.
+        let as_seen = self.seen_as_is(target);
         client_files::write_text(self.client_files.as_deref(), target, text)?;
-        // The model knows what it wrote: it may replace it again unread.
-        self.seen(target.path(), text.as_bytes());
+        if as_seen {
+            self.seen(target.path(), text.as_bytes());
+        }
         Ok(())
     }
 
@@ -212,6 +216,29 @@ impl ToolContext {
         {
             self.seen(target.path(), &bytes);
         }
+    }
+
+    /// Records `target` as seen unless the model has a view of it already:
+    /// an edit of a file never read counts as reading it (the model knew
+    /// its text), but must not make a file changed since look as seen.
+    pub fn mark_read_unless_seen(&self, target: &confine::Confined) {
+        let known = self
+            .read_files
+            .as_ref()
+            .is_some_and(|map| map.lock().unwrap_or_else(|p| p.into_inner()).contains_key(target.path()));
+        if !known {
+            self.mark_read(target);
+        }
+    }
+
+    /// True unless the model has a view of `target` and its bytes are no
+    /// longer those (false too when nothing records views).
+    fn seen_as_is(&self, target: &confine::Confined) -> bool {
+        let Some(map) = &self.read_files else { return false };
+        let Some(seen) = map.lock().unwrap_or_else(|p| p.into_inner()).get(target.path()).copied() else {
+            return true;
+        };
+        self.read_bytes(target).map_or(true, |bytes| content_hash(&bytes) == seen)
     }
 
     /// Records that the model has seen `path` holding `bytes`.

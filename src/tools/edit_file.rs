@@ -108,7 +108,7 @@ fn apply(args: Args, ctx: &ToolContext) -> Result<Applied, ToolError> {
         }
         Err(e) => return fail(format!("{shown}: {e}")),
     };
-    ctx.mark_read(&target);
+    ctx.mark_read_unless_seen(&target);
     ctx.note_write(&path, Some(&content));
     // The text as sent is looked for first; only when it occurs nowhere,
     // its CRLF form (a CRLF file edited with LF text). The result says

@@ -107,6 +107,18 @@ mod tests {
         assert!(write(&ctx, "TIMEOUT = 60\n").is_err());
         assert!(matches!(write(&ctx, "TIMEOUT = 60\n").unwrap().effect, Effect::Changed { .. }));
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "TIMEOUT = 60\n");
+        // An edit of a file changed since it was read lands (its old_string
+        // matched), but leaves that change unseen: a whole write is refused.
+        std::fs::write(&file, "TIMEOUT = 60\nRETRIES = 9\n").unwrap();
+        let edit = super::super::edit_file::Args {
+            file_path: "cfg.py".into(),
+            old_string: "TIMEOUT = 60".into(),
+            new_string: "TIMEOUT = 61".into(),
+            replace_all: false,
+        };
+        super::super::edit_file::run(edit, &ctx).unwrap();
+        assert!(write(&ctx, "TIMEOUT = 61\n").is_err(), "RETRIES = 9 undone");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "TIMEOUT = 61\nRETRIES = 9\n");
     }
 
     #[test]
