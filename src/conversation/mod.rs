@@ -18,6 +18,7 @@ use async_openai::types::chat::{
 };
 
 mod plan;
+mod views;
 
 pub use plan::{Plan, last_plan};
 
@@ -42,6 +43,8 @@ pub struct Conversation {
     pub plan: Plan,
     /// Where each committed message is logged (none when not persisted).
     journal: Option<Journal>,
+    /// The `seen` entry last logged (see [`views`]).
+    seen_logged: Vec<crate::store::FileSeen>,
 }
 
 /// Bytes a message costs beyond its text (role, ids, JSON punctuation).
@@ -87,6 +90,7 @@ impl Conversation {
             read_files: Arc::default(),
             plan: Plan::default(),
             journal: None,
+            seen_logged: Vec::new(),
         }
     }
 
@@ -104,6 +108,25 @@ impl Conversation {
             *c.plan.lock().unwrap_or_else(|p| p.into_inner()) = todos;
         }
         c
+    }
+
+    /// Logs the files the model has seen (a `seen` entry, paths relative to
+    /// `workspace`) when they changed since last logged; nothing when the
+    /// session is not logged. Called at the end of a send.
+    pub fn log_seen(&mut self, workspace: &std::path::Path) {
+        let Some(journal) = &self.journal else { return };
+        let read = self.read_files.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(files) = views::entry(&read, workspace, &self.seen_logged) {
+            journal.record(Body::Seen { files: files.clone() });
+            self.seen_logged = files;
+        }
+    }
+
+    /// Takes back the files a resumed session's model had seen (its log's
+    /// last `seen` entry) under `workspace`.
+    pub fn restore_seen(&mut self, files: &[crate::store::FileSeen], workspace: &std::path::Path) {
+        *self.read_files.lock().unwrap_or_else(|p| p.into_inner()) = views::restore(files, workspace);
+        self.seen_logged = files.to_vec();
     }
 
     /// Logs every message committed from now on to `journal`.

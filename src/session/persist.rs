@@ -112,6 +112,11 @@ pub(super) async fn open_log(
         tracing::warn!(session_id = %id, skipped = folded.unreadable, "stored messages this build cannot read");
     }
     let mut conv = Conversation::restore(folded.messages, count);
+    // What the model had seen is known at the log's end only: a resume cut
+    // back to an earlier message starts with no views.
+    if !was_cut {
+        conv.restore_seen(&folded.seen, &config.workspace);
+    }
     if was_cut {
         conv.start_log(journal.clone());
         conv.repair(CUT_RESULT);

@@ -171,6 +171,7 @@ async fn run_send(shared: &Shared, conv: &mut Conversation, mut job: Job) {
         Some(c) => tokio::task::spawn_blocking(move || c.finish()).await.ok().flatten(),
         None => None,
     };
+    conv.log_seen(&config.workspace);
     // A model call or tool cut off by the cancel still counts.
     stats.close_interrupted();
     let (status, response, error, stop) = match ended {

@@ -72,6 +72,12 @@ pub enum Body {
     /// A rewind put back the files of the sends from the one whose `send`
     /// entry is `to_seq` on: those sends' checkpoints are spent.
     Rewind { to_seq: u64, restored: Vec<String> },
+    /// The files the model has seen, at the end of a send that changed
+    /// what it has seen: each with the hash of the bytes it last read or
+    /// wrote. The whole set, replacing the last `seen` entry, so a resumed
+    /// session refuses a whole-file write from a stale view as the process
+    /// that wrote the entry would have.
+    Seen { files: Vec<FileSeen> },
     /// Entries that never reached the store: while it failed, more was
     /// handed in than the journal holds for a retry, and the oldest were
     /// dropped. Written when the store works again, where they were.
@@ -108,6 +114,15 @@ pub struct FileLeft {
     pub path: String,
     /// The hash of its bytes (as in [`FileBefore::File`]); `None`: no file.
     pub hash: Option<String>,
+}
+
+/// A file the model has seen (a `seen` entry): `path` relative to the
+/// workspace, `hash` the 64-bit FNV-1a hash of the bytes it saw as 16 hex
+/// digits (as in [`FileBefore::File`]).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+pub struct FileSeen {
+    pub path: String,
+    pub hash: String,
 }
 
 /// One line of a [`Body::Lines`] entry: the fields of a `line` body.
@@ -174,6 +189,7 @@ impl NewEntry {
             Body::Checkpoint { .. } => "checkpoint",
             Body::Left { .. } => "left",
             Body::Rewind { .. } => "rewind",
+            Body::Seen { .. } => "seen",
         };
         let body = serde_json::to_string(body).ok()?;
         Some(NewEntry { n, at_ms, kind, body })

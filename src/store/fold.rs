@@ -31,6 +31,8 @@ pub struct Folded {
     pub last_frame: u64,
     /// The last `seq`.
     pub last_seq: u64,
+    /// The files the model had seen, from the last `seen` entry.
+    pub seen: Vec<super::entry::FileSeen>,
 }
 
 /// Folds `entries` (a whole log, in order).
@@ -54,6 +56,7 @@ pub fn fold(entries: &[Stored]) -> Folded {
             Body::Message { message } => raw.push(message),
             Body::History { messages } => raw = messages.iter().collect(),
             Body::Send { send_id, message, .. } => open.push((send_id.clone(), message.clone())),
+            Body::Seen { files } => f.seen.clone_from(files),
             // What a gap lost is not known; a send whose result was in it
             // reads as interrupted, which is the honest reading.
             Body::Gap { .. } | Body::Checkpoint { .. } | Body::Left { .. } | Body::Rewind { .. } => {}

@@ -36,7 +36,7 @@ pub mod postgres;
 pub mod writer;
 
 pub use backend::{MAX_ID_LEN, Store, check_id, home};
-pub use entry::{Body, FileBefore, FileLeft, NewEntry, Stored};
+pub use entry::{Body, FileBefore, FileLeft, FileSeen, NewEntry, Stored};
 pub use error::StoreError;
 pub use info::{Appended, SessionInfo};
 pub use journal::Journal;

@@ -55,6 +55,7 @@ mod otel;
 mod persist;
 mod plan;
 mod protocol;
+mod resume_views;
 mod rewind;
 mod run_cmd;
 mod security;

@@ -130,7 +130,8 @@ async fn after_kill_9_mid_send_the_history_is_intact_and_the_send_reported_inter
     assert_eq!(turns[6].1, "Go on.");
 }
 
-fn pirn_sync(base: &str, args: &[&str]) -> std::process::Output {
+/// Runs `pirn ARGS` to its end with the tests' home and `base` as the model.
+pub fn pirn_sync(base: &str, args: &[&str]) -> std::process::Output {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pirn"));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
