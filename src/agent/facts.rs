@@ -95,6 +95,9 @@ pub struct Facts {
     pub withheld: u32,
     /// Outcomes of the last tool round.
     pub last_round: Vec<CallOutcome>,
+    /// pirn's own tools whose calls succeeded without changing anything (a
+    /// read, a search), by name: what the model has looked at with.
+    pub looked_with: BTreeSet<String>,
     /// Calls so far that changed the workspace or may have (a write that
     /// changed a file, a command, an MCP tool): equal counts at two moments
     /// mean nothing the send did could have changed a file in between.
@@ -142,7 +145,10 @@ impl Facts {
             CallOutcome::Looked if !crate::tools::effects_known(tool) => {
                 self.touched_since.extend(self.changed.keys().cloned());
             }
-            CallOutcome::Looked | CallOutcome::Did(Effect::MadeAlready { .. } | Effect::None) => {}
+            CallOutcome::Looked => {
+                self.looked_with.insert(tool.to_owned());
+            }
+            CallOutcome::Did(Effect::MadeAlready { .. } | Effect::None) => {}
         }
     }
 
@@ -186,6 +192,8 @@ mod tests {
         f.record("read_file", &CallOutcome::Denied);
         f.record("write_file", &CallOutcome::Did(Effect::Unchanged { path: a.clone() }));
         f.record("read_file", &CallOutcome::Looked);
+        f.record("grep", &CallOutcome::Failed);
+        assert_eq!(f.looked_with.iter().collect::<Vec<_>>(), ["read_file"], "a failed search showed nothing");
         assert_eq!((f.denied, f.ran.clone()), (1, vec![Some(1)]));
         assert_eq!(f.moves, 3, "two writes that changed the file and a command; not a read or a same-bytes write");
         f.record("mcp__x__y", &CallOutcome::Looked);

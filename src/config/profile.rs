@@ -62,6 +62,11 @@ pub struct Profile {
     /// The `Claimed` gate's side call (the default of `config.claim_check`).
     #[serde(default)]
     pub claim_check: bool,
+    /// An answer that changed nothing and rests on `grep` results alone,
+    /// no file read, is sent back once to read the file
+    /// (`agent::gates::searched_only`).
+    #[serde(default)]
+    pub read_before_answer: bool,
     /// A rewrite with the bytes a file holds, or an edit the workspace
     /// shows made, asks for the answer at once (`agent::round`, `WrapUp::Redone`).
     #[serde(default)]
@@ -254,6 +259,7 @@ mod tests {
         let p = choose(None, &env(&[]), "gpt-5").unwrap();
         assert_eq!(Profile { description: String::new(), ..p.clone() }, Profile::exact());
         assert!(!p.tolerant_edits && !p.request_check && !p.write_check && !p.hold_large_writes);
+        assert!(!p.read_before_answer);
     }
 
     #[test]
@@ -262,6 +268,7 @@ mod tests {
         let small = choose(None, &e, "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M").unwrap();
         assert_eq!(small.name, "small");
         assert!(small.tolerant_edits && small.request_check && small.write_check && small.hold_large_writes);
+        assert!(small.read_before_answer);
         assert_eq!(choose(Some("exact"), &e, "qwen2.5-coder-1.5b-instruct").unwrap().name, "exact");
         let op = env(&[("PIRN_PROFILE", "small")]);
         assert_eq!(choose(None, &op, "gpt-5").unwrap().name, "small");

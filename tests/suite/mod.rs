@@ -58,6 +58,7 @@ mod protocol;
 mod resume_views;
 mod rewind;
 mod run_cmd;
+mod searched_only;
 mod security;
 mod serve_bounds;
 mod shells;

@@ -26,6 +26,7 @@
 //! | [`Gate::Landed`] | each changed file's hash on disk | fail `verification_failed` |
 //! | [`Gate::Claimed`] | no file changed, no command ran; the model's reading of its answer (one side call; `claim_check`) | send back once, then fail `verification_failed` |
 //! | [`Gate::Asked`] | no file changed, no command ran; the model's reading of the request (one side call; `request_check`) | send back once, then fail `verification_failed` (no operator's check) |
+//! | [`Gate::SearchedOnly`] | no file changed, no command ran; `grep` looked and no `read_file` did (`read_before_answer`) | send back once (then the answer passes) |
 //! | [`Gate::Verify`] | the operator's check command and its exit code | send back while rounds last, then fail |
 //! | [`Gate::Schema`] | the send's `output_schema` | ask again (no tools), then fail `output_invalid` |
 //! | [`Gate::StopHook`] | the operator's `Stop` hooks' answers | send back to work (bounded by `max_iterations`) |
@@ -59,6 +60,7 @@ mod landed;
 mod loop_stop;
 pub mod order;
 mod schema;
+mod searched_only;
 mod stop_hook;
 pub mod verdict;
 mod verify;
@@ -83,6 +85,7 @@ impl Gate {
             Gate::Landed => landed::review(cx).await,
             Gate::Claimed => claimed::review(cx, &answer.text).await,
             Gate::Asked => asked::review(cx).await,
+            Gate::SearchedOnly => searched_only::review(cx),
             Gate::Verify => verify::review(cx).await,
             Gate::Schema => schema::review(cx, answer),
             Gate::StopHook => stop_hook::review(cx, answer).await,

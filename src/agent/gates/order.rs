@@ -18,6 +18,7 @@ pub enum Gate {
     Landed,
     Claimed,
     Asked,
+    SearchedOnly,
     Verify,
     Schema,
     StopHook,
@@ -26,10 +27,11 @@ pub enum Gate {
 /// The order in which an answer meets the gates: first what makes it no
 /// answer at all (cut off, out of budget, a loop), then whether the work
 /// it reports is on disk and sound, whether an answer that changed nothing
-/// says it changed something or was asked for a change, then the
+/// says it changed something or was asked for a change, or rests on
+/// search results alone, then the
 /// operator's check, the form the operator asked for, and last the
 /// operator's own Stop hooks.
-pub const ORDER: [Gate; 11] = [
+pub const ORDER: [Gate; 12] = [
     Gate::CutOff,
     Gate::BudgetStop,
     Gate::LoopStop,
@@ -38,6 +40,7 @@ pub const ORDER: [Gate; 11] = [
     Gate::Landed,
     Gate::Claimed,
     Gate::Asked,
+    Gate::SearchedOnly,
     Gate::Verify,
     Gate::Schema,
     Gate::StopHook,
