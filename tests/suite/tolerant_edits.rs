@@ -165,7 +165,9 @@ async fn several_matches_get_one_call_each_and_no_replace_all_offer() {
 
 #[tokio::test]
 async fn grep_for_copied_code_finds_the_code() {
-    let (mut w, mock) = tool_worker(json!({"profile": "small"})).await;
+    // Every profile's grep; the small profile would send the answer after
+    // a grep alone back to read the file (`read_before_answer`).
+    let (mut w, mock) = tool_worker(json!({"profile": "exact"})).await;
     let ws = w.workspace.path().to_path_buf();
     std::fs::write(ws.join("stack.py"), "class Stack:\n    def __init__(self):\n        self.items = []\n").unwrap();
     // Seen on the tune half: `(self)` as a regex is a group, so this found nothing.
