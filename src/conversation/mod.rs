@@ -115,8 +115,9 @@ impl Conversation {
     /// session is not logged. Called at the end of a send.
     pub fn log_seen(&mut self, workspace: &std::path::Path) {
         let Some(journal) = &self.journal else { return };
-        let read = self.read_files.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some(files) = views::entry(&read, workspace, &self.seen_logged) {
+        let files =
+            views::entry(&self.read_files.lock().unwrap_or_else(|p| p.into_inner()), workspace, &self.seen_logged);
+        if let Some(files) = files {
             journal.record(Body::Seen { files: files.clone() });
             self.seen_logged = files;
         }

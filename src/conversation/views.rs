@@ -22,15 +22,15 @@ use std::path::{Path, PathBuf};
 
 use crate::store::FileSeen;
 
-/// The `seen` entry for `read_files` under `workspace`, sorted by path,
+/// The `seen` entry for `read_files` under `workspace` (canonical, as
+/// `SessionConfig::workspace` is, like the tools' paths), sorted by path,
 /// or `None` when it equals `last` (what was last logged). Files outside
 /// the workspace are left out.
 pub(super) fn entry(read_files: &HashMap<PathBuf, u64>, workspace: &Path, last: &[FileSeen]) -> Option<Vec<FileSeen>> {
-    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let mut files: Vec<FileSeen> = read_files
         .iter()
         .filter_map(|(path, hash)| {
-            let rel = path.strip_prefix(&root).ok()?;
+            let rel = path.strip_prefix(workspace).ok()?;
             Some(FileSeen { path: rel.to_str()?.to_owned(), hash: format!("{hash:016x}") })
         })
         .collect();
@@ -38,15 +38,14 @@ pub(super) fn entry(read_files: &HashMap<PathBuf, u64>, workspace: &Path, last: 
     (files != last).then_some(files)
 }
 
-/// `files` (a `seen` entry) as absolute paths under `workspace` with their
-/// hashes; an entry whose hash is not 16 hex digits, or whose path leaves
-/// the workspace, is skipped.
+/// `files` (a `seen` entry) as absolute paths under `workspace`
+/// (canonical) with their hashes; an entry whose hash is not 16 hex
+/// digits, or whose path leaves the workspace, is skipped.
 pub(super) fn restore(files: &[FileSeen], workspace: &Path) -> HashMap<PathBuf, u64> {
-    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     files
         .iter()
         .filter(|f| Path::new(&f.path).components().all(|c| matches!(c, std::path::Component::Normal(_))))
-        .filter_map(|f| Some((root.join(&f.path), u64::from_str_radix(&f.hash, 16).ok()?)))
+        .filter_map(|f| Some((workspace.join(&f.path), u64::from_str_radix(&f.hash, 16).ok()?)))
         .collect()
 }
 
@@ -62,19 +61,19 @@ mod tests {
         seen.insert(root.join("src/app.py"), 0x0123_4567_89ab_cdef_u64);
         seen.insert(root.join("a.txt"), 7);
         seen.insert(PathBuf::from("/elsewhere/b.txt"), 9);
-        let files = entry(&seen, dir.path(), &[]).unwrap();
+        let files = entry(&seen, &root, &[]).unwrap();
         let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["a.txt", "src/app.py"], "sorted, outside left out");
         assert_eq!(files[1].hash, "0123456789abcdef");
-        assert!(entry(&seen, dir.path(), &files).is_none(), "the same set again is not logged");
+        assert!(entry(&seen, &root, &files).is_none(), "the same set again is not logged");
         seen.remove(&PathBuf::from("/elsewhere/b.txt"));
-        assert_eq!(restore(&files, dir.path()), seen);
+        assert_eq!(restore(&files, &root), seen);
 
         let bad = [
             FileSeen { path: "../x".into(), hash: "0000000000000001".into() },
             FileSeen { path: "/etc/passwd".into(), hash: "0000000000000001".into() },
             FileSeen { path: "y".into(), hash: "not hex".into() },
         ];
-        assert!(restore(&bad, dir.path()).is_empty(), "a log never names a file outside the workspace");
+        assert!(restore(&bad, &root).is_empty(), "a log never names a file outside the workspace");
     }
 }
